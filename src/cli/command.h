@@ -1,0 +1,36 @@
+#pragma once
+// Subcommands register themselves (name, summary, Boost.Program_options description, run function) from their own
+// file, so adding a command never touches main.cpp:
+//   static const replayssm::cli::Registrar reg{{"reference", "FP64 outputs of an activation dump", add_opts, run}};
+#include <boost/program_options.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace replayssm::cli {
+
+namespace po = boost::program_options;
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<void(po::options_description&)> add_options;
+  std::function<int(const po::variables_map&)> run;
+  std::string example;  // shown at the end of `replayssm <name> --help`
+};
+
+struct Registrar {
+  explicit Registrar(Command c);
+};
+
+const std::map<std::string, Command>& commands();
+
+// Every option as the command resolved it (defaults included), as strings, for the output file's attributes.
+std::map<std::string, std::string> resolved_options(const po::variables_map& vm);
+
+// The exact command line, for provenance.
+const std::string& command_line();
+
+}  // namespace replayssm::cli

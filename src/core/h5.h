@@ -1,0 +1,114 @@
+#pragma once
+// Thin RAII layer over the HDF5 C API. Every failure becomes a UserError naming the file and the field, so a
+// user sees "acts.h5: /layers/0/q: expected rank 3, got 2" instead of an HDF5 error stack.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace replayssm::h5 {
+
+using Shape = std::vector<std::size_t>;
+
+// An n-d array read from a file, converted to T (double for the reference, float for kernels' inputs).
+template <class T>
+struct Array {
+  Shape shape;
+  std::vector<T> data;
+  std::size_t dim(std::size_t i) const { return shape.at(i); }
+  std::size_t rank() const { return shape.size(); }
+};
+
+class File {
+ public:
+  static File open_read(const std::string& path);
+  static File open_rw(const std::string& path);
+  static File create(const std::string& path);  // truncates
+  File(File&& o) noexcept;
+  File& operator=(File&& o) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File();
+  void close();
+
+  const std::string& path() const { return path_; }
+  hid_t id() const { return id_; }
+
+  bool exists(const std::string& object) const;        // dataset or group at an absolute path
+  bool is_dataset(const std::string& object) const;
+  std::vector<std::string> list(const std::string& group) const;  // member names, sorted
+  Shape shape(const std::string& dataset) const;
+
+  // Reads and converts. require_finite rejects NaN/Inf with an error naming the field.
+  Array<double> read_f64(const std::string& dataset, bool require_finite = true) const;
+  Array<float> read_f32(const std::string& dataset, bool require_finite = true) const;
+  Array<std::int64_t> read_i64(const std::string& dataset) const;
+  Array<std::uint8_t> read_u8(const std::string& dataset) const;
+
+  // Writers create intermediate groups. Data is row-major with the given shape.
+  void write(const std::string& dataset, const Shape& shape, const double* data);
+  void write(const std::string& dataset, const Shape& shape, const float* data);
+  void write(const std::string& dataset, const Shape& shape, const std::int64_t* data);
+  void write(const std::string& dataset, const Shape& shape, const std::int32_t* data);
+  void write(const std::string& dataset, const Shape& shape, const std::uint8_t* data);
+  void write_strings(const std::string& dataset, const std::vector<std::string>& values);
+  std::vector<std::string> read_strings(const std::string& dataset) const;
+  void ensure_group(const std::string& group);
+
+  bool has_attr(const std::string& object, const std::string& name) const;
+  std::string attr_string(const std::string& object, const std::string& name) const;
+  double attr_double(const std::string& object, const std::string& name) const;
+  std::int64_t attr_int(const std::string& object, const std::string& name) const;
+  void set_attr(const std::string& object, const std::string& name, const std::string& value);
+  void set_attr(const std::string& object, const std::string& name, const char* value);
+  void set_attr(const std::string& object, const std::string& name, double value);
+  void set_attr(const std::string& object, const std::string& name, std::int64_t value);
+  void set_attr(const std::string& object, const std::string& name, int value) {
+    set_attr(object, name, static_cast<std::int64_t>(value));
+  }
+
+  // Error helper bound to this file: "path: field: what".
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const;
+
+ private:
+  File(std::string path, hid_t id) : path_(std::move(path)), id_(id) {}
+  template <class T>
+  Array<T> read_as(const std::string& dataset, hid_t mem_type) const;
+  void write_raw(const std::string& dataset, const Shape& shape, hid_t mem_type, hid_t file_type, const void* data);
+  std::string path_;
+  hid_t id_ = -1;
+};
+
+// Checks a dataset's rank and (where given, non-zero) each dimension; 0 in `expected` means "any".
+void require_shape(const File& f, const std::string& dataset, const Shape& got, const Shape& expected);
+
+// Writes to "<final>.tmp-<pid>" and renames onto <final> on commit(); an uncommitted output is deleted, so an
+// interrupted run never leaves a half-written file under the final name.
+class AtomicOutput {
+ public:
+  explicit AtomicOutput(std::string final_path);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  File& file() { return file_; }
+  const std::string& final_path() const { return final_; }
+  const std::string& temp_path() const { return temp_; }
+  void commit();
+
+ private:
+  std::string final_, temp_;
+  File file_;
+  bool committed_ = false;
+};
+
+// Root attributes every output carries: tool version, git sha, compiler and flags, host, device, the command
+// and each resolved option (as "option.<name>").
+void write_provenance(File& f, const std::string& command, const std::map<std::string, std::string>& options,
+                      const std::string& device);
+
+// "file.h5:/path/to/dataset" -> {file, dataset}; a bare file gives dataset "".
+std::pair<std::string, std::string> split_file_dataset(const std::string& spec);
+
+}  // namespace replayssm::h5
