@@ -18,7 +18,8 @@ struct Command {
   std::string summary;
   std::function<void(po::options_description&)> add_options;
   std::function<int(const po::variables_map&)> run;
-  std::string example;  // shown at the end of `replayssm <name> --help`
+  std::string example = "";     // shown at the end of `replayssm <name> --help`
+  std::string positional = "";  // option that takes the bare arguments, if any (e.g. merge's "inputs")
 };
 
 struct Registrar {

@@ -114,7 +114,9 @@ int main(int argc, char** argv) {
   try {
     cmd.add_options(desc);
     po::variables_map vm;
-    po::store(po::command_line_parser(argc - 1, argv + 1).options(desc).run(), vm);
+    po::positional_options_description pos;
+    if (!cmd.positional.empty()) pos.add(cmd.positional.c_str(), -1);
+    po::store(po::command_line_parser(argc - 1, argv + 1).options(desc).positional(pos).run(), vm);
     if (vm.count("help")) {
       std::cout << desc;
       if (!cmd.example.empty()) std::cout << "\nexample:\n  " << cmd.example << "\n";

@@ -274,6 +274,23 @@ bool File::has_attr(const std::string& object, const std::string& name) const {
   return H5Aexists_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
+std::vector<std::string> File::list_attrs(const std::string& object) const {
+  if (!exists(object)) fail(object, "missing object");
+  std::vector<std::string> names;
+  H5O_info_t info;
+  if (H5Oget_info_by_name(id_, object.c_str(), &info, H5P_DEFAULT) < 0) fail(object, "unreadable object");
+  for (hsize_t i = 0; i < info.num_attrs; ++i) {
+    ssize_t len = H5Aget_name_by_idx(id_, object.c_str(), H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (len < 0) continue;
+    std::string name(static_cast<std::size_t>(len), '\0');
+    H5Aget_name_by_idx(id_, object.c_str(), H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
+                       static_cast<std::size_t>(len) + 1, H5P_DEFAULT);
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::string File::attr_string(const std::string& object, const std::string& name) const {
   const std::string field = object + (object == "/" ? "" : "/") + "@" + name;
   if (!has_attr(object, name)) fail(field, "missing attribute");

@@ -58,6 +58,7 @@ class File {
   void ensure_group(const std::string& group);
 
   bool has_attr(const std::string& object, const std::string& name) const;
+  std::vector<std::string> list_attrs(const std::string& object) const;  // names, sorted
   std::string attr_string(const std::string& object, const std::string& name) const;
   double attr_double(const std::string& object, const std::string& name) const;
   std::int64_t attr_int(const std::string& object, const std::string& name) const;

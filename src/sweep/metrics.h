@@ -1,0 +1,32 @@
+#pragma once
+// Per-position comparison of next-byte distributions and per-position binning by powers of two: the numbers a
+// KL-vs-length curve is drawn from.
+#include <cstdint>
+#include <vector>
+
+namespace replayssm::sweep {
+
+// logp arrays are [T][vocab] natural-log probabilities (log-softmax of the logits), row-major.
+struct PositionMetrics {
+  std::vector<double> kl;    // [T] KL(p_ref || p_mode) in nats
+  std::vector<double> nll;   // [T] -log p_mode(next byte) in nats
+  std::vector<double> top1;  // [T] 1 if argmax p_mode == argmax p_ref, else 0
+};
+
+// targets[t] is the byte that follows position t (teacher forcing); positions without a target get nll = NaN-free 0
+// and are excluded by the caller (we pass T = tokens - 1 in the sweep).
+PositionMetrics compare_distributions(const std::vector<double>& logp_ref, const std::vector<double>& logp_mode,
+                                      const std::vector<std::uint8_t>& targets, int T, int vocab);
+
+// Bin edges over 1-based positions: [1, 2), [2, 4), [4, 8), ... up to T (the last bin ends at T + 1).
+std::vector<std::int64_t> power_of_two_edges(int T);
+
+// For each bin: mean, p50, p95, max of values[pos - 1] for pos in [edge_i, edge_{i+1}). [bins][4].
+// Percentiles by nearest rank on the sorted values (deterministic, no interpolation).
+std::vector<double> binned_stats(const std::vector<double>& values, const std::vector<std::int64_t>& edges);
+inline constexpr int kStats = 4;  // mean, p50, p95, max
+
+// Relative L2 error ||got - ref|| / ||ref|| of one row (a position's layer output, or a state).
+double relative_l2(const double* ref, const double* got, std::size_t n);
+
+}  // namespace replayssm::sweep

@@ -1,0 +1,35 @@
+#pragma once
+// Runs one layer's recurrence through a decode backend (emulated or CUDA) in one mode, token by token as a
+// decoder would, and measures it against an FP64 shadow of the same recurrence on the same inputs:
+//   output drift [T]: ||o_mode - o_fp64|| / ||o_fp64|| per position over all heads of the layer;
+//   state drift [F]: ||S_mode - S_fp64||_F / ||S_fp64||_F every L steps (conventional too, for comparability),
+//   where S_mode is the backend's materialised state (checkpoint + window; HP under split).
+// Both drifts are layer-local: the shadow sees the mode's own inputs, so they isolate this layer's state error;
+// the end-to-end effect shows in the sweep's output KL.
+#include <cstdint>
+#include <vector>
+
+#include "emulation/decode_api.h"
+#include "reference/layer_inputs.h"
+
+namespace replayssm::sweep {
+
+struct LayerDrift {
+  std::vector<double> output;         // [T]
+  std::vector<std::int64_t> steps;    // 1-based positions of the state comparisons (multiples of L)
+  std::vector<double> state;          // [F]
+};
+
+class ModeRecurrence {
+ public:
+  ModeRecurrence(emu::DecodeBackend& backend, const emu::Mode& mode) : be_(backend), mode_(mode) {}
+  // Outputs [T][Hv][V] (GDN) / [T][H][P] with the D skip (Mamba-2), as doubles of the backend's FP32 results.
+  ref::LayerOutputs run_gdn(const ref::GdnInputs& in, LayerDrift* drift);
+  ref::LayerOutputs run_mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift);
+
+ private:
+  emu::DecodeBackend& be_;
+  emu::Mode mode_;
+};
+
+}  // namespace replayssm::sweep

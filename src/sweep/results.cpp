@@ -1,0 +1,101 @@
+#include "sweep/results.h"
+
+#include <cstdio>
+
+#include "sweep/metrics.h"
+
+namespace replayssm::sweep {
+
+namespace {
+std::size_t sz(std::size_t v) { return v; }
+}  // namespace
+
+void write_run(h5::File& f, const std::string& g, const RunResult& r) {
+  const std::size_t T = r.kl.size(), L = static_cast<std::size_t>(r.layers), F = r.flush_steps.size();
+  f.write(g + "/kl", {T}, r.kl.data());
+  f.write(g + "/nll", {T}, r.nll.data());
+  f.write(g + "/top1", {T}, r.top1.data());
+  f.write(g + "/kl_binned", {r.kl_binned.size() / kStats, sz(kStats)}, r.kl_binned.data());
+  f.write(g + "/output_drift", {L, L ? r.output_drift.size() / L : 0}, r.output_drift.data());
+  f.write(g + "/flush_steps", {F}, r.flush_steps.data());
+  f.write(g + "/state_drift", {L, F}, r.state_drift.data());
+  for (const auto& [k, v] : r.attrs) f.set_attr(g, k, v);
+  f.set_attr(g, "id", r.id);
+  f.set_attr(g, "index", r.index);
+  f.set_attr(g, "elapsed_s", r.elapsed_s);
+  f.set_attr(g, "kl_binned_columns", "mean,p50,p95,max");
+}
+
+RunResult read_run(const h5::File& f, const std::string& g) {
+  RunResult r;
+  r.kl = f.read_f64(g + "/kl").data;
+  r.nll = f.read_f64(g + "/nll").data;
+  r.top1 = f.read_f64(g + "/top1").data;
+  r.kl_binned = f.read_f64(g + "/kl_binned").data;
+  auto od = f.read_f64(g + "/output_drift");
+  r.layers = static_cast<int>(od.shape.at(0));
+  r.output_drift = std::move(od.data);
+  r.flush_steps = f.read_i64(g + "/flush_steps").data;
+  r.state_drift = f.read_f64(g + "/state_drift").data;
+  r.id = f.attr_string(g, "id");
+  r.index = f.attr_int(g, "index");
+  r.elapsed_s = f.attr_double(g, "elapsed_s");
+  for (const char* k : {"model", "text", "format", "scaling", "rounding", "policy", "L", "u_source", "backend",
+                        "device", "seed", "mode"})
+    if (f.has_attr(g, k)) r.attrs[k] = f.attr_string(g, k);
+  return r;
+}
+
+void write_reference(h5::File& f, const ReferenceSummary& s) {
+  const std::string g = "/reference/" + s.model;
+  f.write(g + "/nll", {s.nll.size()}, s.nll.data());
+  double sum = 0;
+  for (double x : s.nll) sum += x;
+  f.set_attr(g, "bits_per_byte", s.nll.empty() ? 0.0 : sum / static_cast<double>(s.nll.size()) / 0.6931471805599453);
+  f.set_attr(g, "backend", "FP64 Eigen reference");
+}
+
+ReferenceSummary read_reference(const h5::File& f, const std::string& model) {
+  ReferenceSummary s;
+  s.model = model;
+  s.nll = f.read_f64("/reference/" + model + "/nll").data;
+  return s;
+}
+
+std::string hash_config(const std::map<std::string, std::string>& config) {
+  // FNV-1a over "key=value\n" in key order: stable across runs, machines and shards.
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const auto& [k, v] : config)
+    for (char c : k + "=" + v + "\n") {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ULL;
+    }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void write_header(h5::File& f, const SweepHeader& h) {
+  f.ensure_group("/config");
+  for (const auto& [k, v] : h.config) f.set_attr("/config", k, v);
+  f.set_attr("/config", "config_hash", h.config_hash);
+  f.write_strings("/config/plan", h.plan);
+  f.write("/bins", {h.bins.size()}, h.bins.data());
+  f.set_attr("/bins", "meaning", "1-based position bin edges: bin i holds positions [bins[i], bins[i+1])");
+  for (const auto& r : h.references) write_reference(f, r);
+}
+
+SweepHeader read_header(const h5::File& f) {
+  SweepHeader h;
+  if (!f.exists("/config")) f.fail("/config", "missing group (not a replayssm sweep results file?)");
+  h.config_hash = f.attr_string("/config", "config_hash");
+  for (const auto& key : f.list_attrs("/config"))
+    if (key != "config_hash") h.config[key] = f.attr_string("/config", key);
+  h.plan = f.read_strings("/config/plan");
+  h.bins = f.read_i64("/bins").data;
+  if (f.exists("/reference"))
+    for (const auto& m : f.list("/reference")) h.references.push_back(read_reference(f, m));
+  return h;
+}
+
+}  // namespace replayssm::sweep

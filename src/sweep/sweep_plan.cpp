@@ -1,0 +1,92 @@
+#include "sweep/sweep_plan.h"
+
+#include <set>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace replayssm::sweep {
+
+std::vector<std::string> split_list(const std::string& csv) {
+  std::vector<std::string> out;
+  std::stringstream ss(csv);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+FormatSpec parse_format_spec(const std::string& item) {
+  const auto colon = item.find(':');
+  const std::string fname = item.substr(0, colon);
+  FormatSpec spec{};
+  try {
+    spec.format = formats::parse_format(fname);
+    spec.scaling = colon == std::string::npos ? formats::default_scaling(spec.format)
+                                              : formats::parse_scaling(item.substr(colon + 1));
+  } catch (const std::invalid_argument& e) {
+    throw UserError(std::string("--formats: ") + e.what());
+  }
+  if (!formats::scaling_valid(spec.format, spec.scaling))
+    throw UserError("--formats: '" + item + "': scaling " + formats::scaling_name(spec.scaling) +
+                    " is not valid for " + formats::format_name(spec.format));
+  return spec;
+}
+
+std::string run_id(const std::string& model, const emu::Mode& m) {
+  std::string id = model + "." + emu::policy_name(m.policy) + "." + formats::format_name(m.format) + "-" +
+                   formats::scaling_name(m.scaling) + "." + formats::rounding_name(m.rounding) + ".L" +
+                   std::to_string(m.L);
+  if (m.recompute() || (m.arch == emu::Arch::gdn && m.split())) id += std::string(".u-") + emu::usource_name(m.usource);
+  return id;
+}
+
+std::vector<RunSpec> expand_plan(const std::vector<ModelRef>& models, const SweepAxes& axes) {
+  std::vector<RunSpec> plan;
+  std::set<std::string> seen;
+  for (const auto& model : models)
+    for (auto policy : axes.policies)
+      for (const auto& fs : axes.formats)
+        for (auto rounding : axes.roundings) {
+          if (!formats::rounding_valid(fs.format, rounding)) continue;  // fp32 has nothing to round
+          for (int L : axes.Ls) {
+            const bool gdn_split = model.arch == emu::Arch::gdn && policy == emu::Policy::replay_split;
+            const std::vector<emu::USource> us = gdn_split ? axes.usources : std::vector<emu::USource>{emu::USource::hp};
+            for (auto u : us) {
+              RunSpec r;
+              r.model = model.name;
+              r.model_path = model.path;
+              r.mode.arch = model.arch;
+              r.mode.policy = policy;
+              r.mode.usource = u;
+              r.mode.format = fs.format;
+              r.mode.scaling = fs.scaling;
+              r.mode.rounding = rounding;
+              r.mode.seed = axes.seed;
+              r.mode.L = L;
+              r.mode.max_drafts = 1;  // teacher forcing decodes one token per step
+              r.id = run_id(model.name, r.mode);
+              if (!seen.insert(r.id).second) continue;
+              r.index = static_cast<int>(plan.size());
+              plan.push_back(r);
+            }
+          }
+        }
+  return plan;
+}
+
+std::pair<int, int> parse_shard(const std::string& s) {
+  const auto slash = s.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    std::size_t p1 = 0, p2 = 0;
+    const int i = std::stoi(s.substr(0, slash), &p1), n = std::stoi(s.substr(slash + 1), &p2);
+    if (p1 != slash || p2 != s.size() - slash - 1 || n < 1 || i < 0 || i >= n) throw std::invalid_argument("range");
+    return {i, n};
+  } catch (const std::exception&) {
+    throw UserError("--shard '" + s + "': expected i/n with 0 <= i < n");
+  }
+}
+
+}  // namespace replayssm::sweep

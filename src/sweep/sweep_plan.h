@@ -1,0 +1,52 @@
+#pragma once
+// What a sweep runs: the cross product of the configured axes, expanded into an ordered list of runs with stable
+// ids. The order and ids depend only on the options, so shards, resumes and merges all agree on them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emulation/decode_api.h"
+
+namespace replayssm::sweep {
+
+struct FormatSpec {
+  formats::FormatId format;
+  formats::Scaling scaling;
+};
+
+struct SweepAxes {
+  std::vector<FormatSpec> formats;
+  std::vector<formats::Rounding> roundings;
+  std::vector<emu::Policy> policies;
+  std::vector<int> Ls;
+  std::vector<emu::USource> usources;  // GDN under replay_split only
+  std::uint64_t seed = 0;              // stochastic rounding seed
+};
+
+struct RunSpec {
+  int index = 0;           // position in the full (unsharded) plan
+  std::string model;       // model name (file stem)
+  std::string model_path;
+  emu::Mode mode;
+  std::string id;          // e.g. "gdn.replay_split.fp8_e4m3-row.rne.L16.u-hp"
+};
+
+struct ModelRef {
+  std::string name, path;
+  emu::Arch arch;
+};
+
+// "fp8_e4m3:row" or "nvfp4" (the format's default scaling). Throws UserError naming the bad item.
+FormatSpec parse_format_spec(const std::string& item);
+std::vector<std::string> split_list(const std::string& csv);
+
+// The plan: for each model, policies x formats x roundings x L (x u-source for GDN split), invalid format/rounding
+// pairs rejected with a UserError; duplicates removed, order deterministic.
+std::vector<RunSpec> expand_plan(const std::vector<ModelRef>& models, const SweepAxes& axes);
+
+std::string run_id(const std::string& model, const emu::Mode& m);
+
+// "i/n" -> (i, n), 0 <= i < n.
+std::pair<int, int> parse_shard(const std::string& s);
+
+}  // namespace replayssm::sweep
