@@ -1,0 +1,219 @@
+#pragma once
+// Bit-exact element conversions float32 <-> {bf16, fp16, fp8 e4m3fn, fp8 e5m2, e2m1, int8, e8m0}.
+// Round to nearest even (as CUDA's cvt.rn[.satfinite]) or stochastic rounding with 32 caller-supplied random bits.
+// All codes are sign-magnitude except int8 (two's complement). See src/formats/README.md for the NaN/Inf/-0 table.
+#include <cstdint>
+
+#include "formats/format_id.h"
+#include "formats/hd.h"
+
+namespace replayssm::formats {
+
+namespace detail {
+
+// Round |x| (float bits, sign cleared, finite) onto the grid of a binary format with MBITS stored mantissa bits
+// and minimum normal exponent EMIN (unbiased; subnormals below it), returning the unsigned magnitude code
+// (biased exponent << MBITS | mantissa) without any saturation: a value past the format's top binade gives a
+// code past its largest finite code, and the caller saturates or maps to Inf.
+//
+// |x| = M * 2^E exactly (M < 2^24). The target's quantum in x's binade is 2^(max(e_x, EMIN) - MBITS); the s
+// bits of M below it are the remainder R. RNE: up iff R > half or (R == half and the code is odd).
+// SR: up iff rnd < floor(R / 2^s * 2^32), i.e. with probability (|x| - lo) / (hi - lo) to 32 bits.
+template <int MBITS, int EMIN>
+REPLAYSSM_HD uint32_t round_magnitude(uint32_t abits, Rounding r, uint32_t rnd) {
+  if (abits == 0u) return 0u;
+  const uint32_t efield = abits >> 23;
+  const uint32_t mant = abits & 0x7FFFFFu;
+  uint32_t M;
+  int E;
+  int ex;
+  if (efield == 0u) {  // float subnormal: below every EMIN used here (EMIN >= -126)
+    M = mant;
+    E = -149;
+    ex = -127;
+  } else {
+    M = mant | 0x800000u;
+    E = static_cast<int>(efield) - 150;
+    ex = static_cast<int>(efield) - 127;
+  }
+  const int eb = ex > EMIN ? ex : EMIN;
+  const int s = (eb - MBITS) - E;  // >= 23 - MBITS >= 13 for every format here
+  uint32_t T;
+  uint32_t R;
+  uint32_t thr;  // SR threshold: R / 2^s as a 32-bit fixed-point fraction (floor)
+  bool up;
+  if (s >= 32) {
+    T = 0u;
+    R = M;
+    thr = (s - 32 < 32) ? (M >> (s - 32)) : 0u;
+    up = (r == Rounding::sr) ? (rnd < thr) : false;  // M < 2^24 <= 2^(s-1): below half
+  } else {
+    T = M >> s;
+    R = M & ((1u << s) - 1u);
+    const uint32_t half = 1u << (s - 1);
+    if (r == Rounding::sr) {
+      thr = R << (32 - s);
+      up = rnd < thr;
+    } else {
+      up = (R > half) || (R == half && (T & 1u) != 0u);
+    }
+  }
+  const uint32_t code = (static_cast<uint32_t>(eb - EMIN) << MBITS) + T;
+  return up ? code + 1u : code;
+}
+
+// Value of an unsigned magnitude code of a (MBITS, EMIN) format with no special codes.
+template <int MBITS, int EMIN>
+REPLAYSSM_HD float magnitude_value(uint32_t code) {
+  const uint32_t efield = code >> MBITS;
+  const uint32_t mant = code & ((1u << MBITS) - 1u);
+  if (efield == 0u) {
+    // subnormal: mant * 2^(EMIN - MBITS), exact (2^(EMIN-MBITS) >= 2^-136 would be a float subnormal only for
+    // bf16, whose subnormals are decoded by bit shifting instead)
+    return mul_rn(static_cast<float>(mant), bits_to_float(static_cast<uint32_t>(127 + EMIN - MBITS) << 23));
+  }
+  const uint32_t fexp = static_cast<uint32_t>(static_cast<int>(efield) - 1 + EMIN + 127);
+  return bits_to_float((fexp << 23) | (mant << (23 - MBITS)));
+}
+
+}  // namespace detail
+
+// ---- BF16: 1-8-7, bias 127. RNE; overflow -> Inf; NaN -> 0x7FFF (as __float2bfloat16_rn). ----
+REPLAYSSM_HD uint16_t bf16_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  const uint32_t b = float_to_bits(x);
+  const uint32_t sign = (b >> 16) & 0x8000u;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7FFFu;
+  if (a == 0x7F800000u) return static_cast<uint16_t>(sign | 0x7F80u);
+  uint32_t c = detail::round_magnitude<7, -126>(a, r, rnd);
+  if (c > 0x7F7Fu) {  // past the largest finite value
+    c = (r == Rounding::sr) ? detail::round_magnitude<7, -126>(a, Rounding::rne, 0) : c;
+    if (c > 0x7F80u) c = 0x7F80u;
+  }
+  return static_cast<uint16_t>(sign | c);
+}
+REPLAYSSM_HD float bf16_decode(uint16_t c) { return bits_to_float(static_cast<uint32_t>(c) << 16); }
+
+// ---- FP16: 1-5-10, bias 15. RNE; overflow (|x| >= 65520) -> Inf (as __float2half_rn); NaN -> 0x7FFF. ----
+REPLAYSSM_HD uint16_t fp16_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  const uint32_t b = float_to_bits(x);
+  const uint32_t sign = (b >> 16) & 0x8000u;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7FFFu;
+  if (a == 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u);
+  uint32_t c = detail::round_magnitude<10, -14>(a, r, rnd);
+  if (c > 0x7BFFu) {
+    c = (r == Rounding::sr) ? detail::round_magnitude<10, -14>(a, Rounding::rne, 0) : c;
+    if (c > 0x7C00u) c = 0x7C00u;
+  }
+  return static_cast<uint16_t>(sign | c);
+}
+REPLAYSSM_HD float fp16_decode(uint16_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x8000u) << 16;
+  const uint32_t m = c & 0x7FFFu;
+  if (m >= 0x7C00u) return bits_to_float(sign | (m == 0x7C00u ? 0x7F800000u : (0x7F800000u | ((m & 0x3FFu) << 13))));
+  return bits_to_float(sign | float_to_bits(detail::magnitude_value<10, -14>(m)));
+}
+
+// ---- FP8 E4M3 "fn": 1-4-3, bias 7, max 448, no Inf, NaN = 0x7F/0xFF. satfinite: |x| > 448 and +-Inf -> +-448;
+// NaN -> 0x7F (as __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)). ----
+inline constexpr float kE4M3Max = 448.0f;
+REPLAYSSM_HD uint8_t e4m3_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  const uint32_t b = float_to_bits(x);
+  const uint32_t sign = (b >> 24) & 0x80u;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7Fu;
+  uint32_t c = (a == 0x7F800000u) ? 0x7Eu : detail::round_magnitude<3, -6>(a, r, rnd);
+  if (c > 0x7Eu) c = 0x7Eu;
+  return static_cast<uint8_t>(sign | c);
+}
+REPLAYSSM_HD float e4m3_decode(uint8_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
+  const uint32_t m = c & 0x7Fu;
+  if (m == 0x7Fu) return bits_to_float(0x7FFFFFFFu);
+  return bits_to_float(sign | float_to_bits(detail::magnitude_value<3, -6>(m)));
+}
+
+// ---- FP8 E5M2: 1-5-2, bias 15, max 57344, Inf 0x7C, NaN 0x7D-0x7F. satfinite: |x| > 57344 and +-Inf -> +-57344;
+// NaN -> 0x7F (as __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2)). ----
+inline constexpr float kE5M2Max = 57344.0f;
+REPLAYSSM_HD uint8_t e5m2_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  const uint32_t b = float_to_bits(x);
+  const uint32_t sign = (b >> 24) & 0x80u;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7Fu;
+  uint32_t c = (a == 0x7F800000u) ? 0x7Bu : detail::round_magnitude<2, -14>(a, r, rnd);
+  if (c > 0x7Bu) c = 0x7Bu;
+  return static_cast<uint8_t>(sign | c);
+}
+REPLAYSSM_HD float e5m2_decode(uint8_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
+  const uint32_t m = c & 0x7Fu;
+  if (m == 0x7Cu) return bits_to_float(sign | 0x7F800000u);
+  if (m > 0x7Cu) return bits_to_float(0x7FFFFFFFu);
+  return bits_to_float(sign | float_to_bits(detail::magnitude_value<2, -14>(m)));
+}
+
+// ---- E2M1 (FP4): 1-2-1, bias 1, values {0, .5, 1, 1.5, 2, 3, 4, 6}, no Inf/NaN. satfinite: |x| > 6 and +-Inf ->
+// +-6; NaN -> +6 (0x7), as __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest). Code in the low 4 bits. ----
+inline constexpr float kE2M1Max = 6.0f;
+REPLAYSSM_HD uint8_t e2m1_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  const uint32_t b = float_to_bits(x);
+  const uint32_t sign = (b >> 28) & 0x8u;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7u;
+  uint32_t c = (a == 0x7F800000u) ? 0x7u : detail::round_magnitude<1, 0>(a, r, rnd);
+  if (c > 0x7u) c = 0x7u;
+  return static_cast<uint8_t>(sign | c);
+}
+REPLAYSSM_HD float e2m1_decode(uint8_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x8u) << 28;
+  return bits_to_float(sign | float_to_bits(detail::magnitude_value<1, 0>(c & 0x7u)));
+}
+
+// ---- INT8 symmetric: round(x) to nearest even integer (or SR), clamp to [-127, 127]; NaN -> 0 (as cvt.rni.sat.s8);
+// +-Inf -> +-127. -128 is never produced. ----
+inline constexpr float kInt8Max = 127.0f;
+REPLAYSSM_HD int8_t int8_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  const uint32_t b = float_to_bits(x);
+  const bool neg = (b >> 31) != 0u;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0;
+  uint32_t t;
+  if (a >= 0x43000000u) {  // |x| >= 128 (and Inf)
+    t = 127u;
+  } else {
+    // integers are the grid of a format whose quantum is 1 in every binade up to 2^7: e.g. MBITS = 7, EMIN = 7
+    // (for |x| < 128 the binade exponent is max(e_x, 7) = 7 and the quantum is 2^(7-7) = 1).
+    t = detail::round_magnitude<7, 7>(a, r, rnd);
+    if (t > 127u) t = 127u;
+  }
+  const int v = static_cast<int>(t);
+  return static_cast<int8_t>(neg ? -v : v);
+}
+REPLAYSSM_HD float int8_decode(int8_t c) { return static_cast<float>(c); }
+
+// ---- E8M0 (OCP MX v1.0 scale): 2^(c - 127), c = 0..254; 0xFF = NaN; no sign, no zero. ----
+REPLAYSSM_HD float e8m0_decode(uint8_t c) {
+  if (c == 0xFFu) return bits_to_float(0x7FFFFFFFu);
+  if (c == 0u) return bits_to_float(0x00400000u);  // 2^-127 (a float subnormal)
+  return bits_to_float(static_cast<uint32_t>(c) << 23);
+}
+// 2^(127 - c): the multiplier that divides by the scale exactly (c in 0..254).
+REPLAYSSM_HD float e8m0_inverse(uint8_t c) {
+  if (c == 0xFFu) return bits_to_float(0x7FFFFFFFu);
+  if (c == 254u) return bits_to_float(0x00400000u);
+  return bits_to_float(static_cast<uint32_t>(254u - c) << 23);
+}
+// OCP MX v1.0 shared scale: X = 2^(floor(log2(amax)) - emax_elem), clamped below at 2^-127 (so amax = 0 and
+// subnormal amax give code 0); amax NaN or Inf -> 0xFF (NaN scale: the whole block decodes to NaN).
+REPLAYSSM_HD uint8_t e8m0_from_amax(float amax, int emax_elem) {
+  const uint32_t a = float_to_bits(amax) & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) return 0xFFu;
+  const int efield = static_cast<int>(a >> 23);  // floor(log2(amax)) = efield - 127 for normal amax
+  if (efield == 0) return 0u;                    // zero or subnormal: floor(log2) - emax < -127
+  const int biased = efield - emax_elem;         // (efield - 127 - emax) + 127
+  return static_cast<uint8_t>(biased < 0 ? 0 : biased);
+}
+
+}  // namespace replayssm::formats
