@@ -1,0 +1,328 @@
+// `replayssm sweep`: the main job. PG-19 teacher forcing through the tiny models, FP64 reference vs every decode
+// mode; per-position KL, NLL, top-1 agreement, and per-layer drift, written to one self-describing HDF5 file.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/sweep_progress.h"
+#include "core/errors.h"
+#include "sweep/metrics.h"
+#include "sweep/sweep_runner.h"
+#if defined(REPLAYSSM_HAVE_CUDA)
+#include "kernels/cuda_backend.h"
+#endif
+
+namespace replayssm::cli {
+namespace {
+namespace fs = std::filesystem;
+
+std::string data_dir() {
+  if (const char* d = std::getenv("REPLAYSSM_DATASETS")) return d;
+  return REPLAYSSM_SOURCE_DIR "/datasets";
+}
+
+void add_options(po::options_description& d) {
+  d.add_options()
+    ("model", po::value<std::vector<std::string>>()->multitoken(),
+     "model file(s) (.h5); default: both tiny models in datasets/models/")
+    ("text", po::value<std::string>(), "text file (bytes); default: the first PG-19 test book in datasets/pg19/test/")
+    ("offset", po::value<long long>()->default_value(0), "byte offset of the slice in the text")
+    ("tokens", po::value<int>()->default_value(32768), "positions to evaluate (the article uses 131072)")
+    ("formats", po::value<std::string>()->default_value("fp32,bf16,fp8_e4m3:row,nvfp4"),
+     "stored-state formats, FORMAT[:SCALING] (scaling none|head|row|block; default per format)")
+    ("policies", po::value<std::string>()->default_value("conventional-shared,replay-shared,replay-split"),
+     "precision policies")
+    ("rounding", po::value<std::string>()->default_value("rne"), "rounding modes: rne, sr (comma list)")
+    ("L", po::value<std::string>()->default_value("16"), "flush intervals (comma list)")
+    ("u-source", po::value<std::string>()->default_value("hp"), "GDN replay-split u source(s): hp, lp, recompute")
+    ("seed", po::value<unsigned long long>()->default_value(0), "stochastic-rounding seed")
+    ("backend", po::value<std::string>()->default_value("auto"), "auto (CUDA if a GPU is present), cuda, emulated")
+    ("jobs", po::value<int>()->default_value(0), "runs evaluated in parallel (emulated backend; 0 = all cores)")
+    ("out", po::value<std::string>()->default_value("results.h5"), "results file (written atomically)")
+    ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
+    ("resume", po::bool_switch(), "continue a killed sweep: keep the finished runs in <out>.runs/")
+    ("shard", po::value<std::string>(), "i/n: run only the runs with index % n == i (combine with `replayssm merge`)")
+    ("quiet,q", po::bool_switch(), "no progress output");
+}
+
+std::vector<std::string> default_models() {
+  std::vector<std::string> out;
+  for (const char* n : {"tiny_gdn.h5", "tiny_mamba2.h5"}) out.push_back(data_dir() + "/models/" + n);
+  return out;
+}
+
+std::string default_text() { return data_dir() + "/pg19/test/10146.txt"; }
+
+std::string policy_arg(std::string s) {
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+template <class T, class F>
+std::vector<T> parse_each(const std::string& option, const std::string& csv, F&& parse) {
+  std::vector<T> out;
+  for (const auto& item : sweep::split_list(csv)) {
+    try {
+      out.push_back(parse(item));
+    } catch (const std::invalid_argument& e) {
+      throw UserError("--" + option + ": " + e.what());
+    }
+  }
+  if (out.empty()) throw UserError("--" + option + ": empty list");
+  return out;
+}
+
+struct Backends {
+  std::string name, device;
+  std::vector<std::unique_ptr<emu::DecodeBackend>> pool;  // one per worker
+};
+
+Backends make_backends(const std::string& which, int jobs, bool quiet) {
+  Backends b;
+  std::string why = "no CUDA device: this build has no CUDA kernels";
+  if (which == "cuda" || which == "auto") {
+#if defined(REPLAYSSM_HAVE_CUDA)
+    if (auto be = kern::make_cuda_backend(&why)) {
+      b.name = "cuda";
+      b.device = be->device();
+      b.pool.push_back(std::move(be));
+      return b;
+    }
+#endif
+    if (which == "cuda") throw UserError(why, kExitNoDevice);
+    if (!quiet) std::cerr << "sweep: " << why << "; using the emulated backend\n";
+  } else if (which != "emulated") {
+    throw UserError("--backend: unknown backend '" + which + "' (expected auto, cuda or emulated)");
+  }
+  b.name = "emulated";
+  for (int i = 0; i < jobs; ++i) b.pool.push_back(emu::make_emulated_backend());
+  b.device = b.pool.front()->device();
+  return b;
+}
+
+po::variables_map with_config_file(const po::variables_map& cli) {
+  if (!cli.count("config")) return cli;
+  const std::string path = cli["config"].as<std::string>();
+  po::variables_map merged;
+  for (const auto& kv : cli)
+    if (!kv.second.defaulted()) merged.insert(kv);
+  po::options_description d;
+  add_options(d);
+  try {
+    po::store(po::parse_config_file<char>(path.c_str(), d, false), merged);
+  } catch (const po::reading_file&) {
+    throw UserError(path + ": cannot read the experiment file");
+  } catch (const po::error& e) {
+    throw UserError(path + ": " + e.what());
+  }
+  for (const auto& kv : cli)
+    if (kv.second.defaulted() && !merged.count(kv.first)) merged.insert(kv);
+  po::notify(merged);
+  return merged;
+}
+
+void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<std::int64_t>& edges) {
+  // Mean KL in every other bin from position 16 on, and overall: compact enough for a terminal.
+  std::vector<std::size_t> cols;
+  for (std::size_t b = 0; b + 1 < edges.size(); ++b)
+    if (edges[b] >= 16 && (b % 2 == 0 || b + 2 == edges.size())) cols.push_back(b);
+  std::printf("\nmean KL(ref || mode) in nats by position bin\n%-52s", "run");
+  for (auto b : cols) std::printf(" %9s", ("<" + std::to_string(edges[b + 1])).c_str());
+  std::printf(" %9s %7s %9s\n", "all", "top1", "S drift");
+  for (const auto& r : runs) {
+    std::printf("%-52s", r.id.c_str());
+    for (auto b : cols) std::printf(" %9.2e", r.kl_binned[b * sweep::kStats]);
+    double kl = 0, top = 0, sd = 0;
+    for (double x : r.kl) kl += x;
+    for (double x : r.top1) top += x;
+    for (double x : r.state_drift) sd += x;
+    const auto n = static_cast<double>(r.kl.size());
+    std::printf(" %9.2e %7.4f %9.2e\n", kl / n, top / n,
+                r.state_drift.empty() ? 0.0 : sd / static_cast<double>(r.state_drift.size()));
+  }
+}
+
+int run(const po::variables_map& cli) {
+  const po::variables_map vm = with_config_file(cli);
+  const bool quiet = vm["quiet"].as<bool>();
+  const std::string out_path = vm["out"].as<std::string>();
+  const int tokens = vm["tokens"].as<int>();
+  if (tokens < 1) throw UserError("--tokens must be >= 1");
+  const long long offset = vm["offset"].as<long long>();
+  if (offset < 0) throw UserError("--offset must be >= 0");
+
+  sweep::SweepAxes axes;
+  axes.formats = parse_each<sweep::FormatSpec>("formats", vm["formats"].as<std::string>(), sweep::parse_format_spec);
+  axes.roundings = parse_each<formats::Rounding>("rounding", vm["rounding"].as<std::string>(), formats::parse_rounding);
+  axes.policies = parse_each<emu::Policy>("policies", vm["policies"].as<std::string>(),
+                                          [](const std::string& s) {
+                                            try {
+                                              return emu::parse_policy(policy_arg(s));
+                                            } catch (const std::invalid_argument&) {
+                                              throw std::invalid_argument("unknown policy '" + s +
+                                                                          "' (expected conventional-shared, "
+                                                                          "replay-shared or replay-split)");
+                                            }
+                                          });
+  axes.Ls = parse_each<int>("L", vm["L"].as<std::string>(), [](const std::string& s) {
+    std::size_t pos = 0;
+    const int L = std::stoi(s, &pos);
+    if (pos != s.size() || L < 1 || L > 256) throw std::invalid_argument("L '" + s + "' must be in 1..256");
+    return L;
+  });
+  axes.usources = parse_each<emu::USource>("u-source", vm["u-source"].as<std::string>(), emu::parse_usource);
+  axes.seed = vm["seed"].as<unsigned long long>();
+  std::pair<int, int> shard{0, 1};
+  if (vm.count("shard")) shard = sweep::parse_shard(vm["shard"].as<std::string>());
+
+  const std::vector<std::string> model_paths =
+      vm.count("model") ? vm["model"].as<std::vector<std::string>>() : default_models();
+  const std::string text_path = vm.count("text") ? vm["text"].as<std::string>() : default_text();
+  for (const auto& m : model_paths)
+    if (fs::exists(out_path) && fs::equivalent(m, out_path)) throw UserError(out_path + ": --out is an input file");
+  const sweep::TextSlice text = sweep::load_text(text_path, offset, tokens);
+
+  // Output must be creatable before hours of work: check the directory now.
+  const fs::path out_dir = fs::absolute(out_path).parent_path();
+  if (!fs::is_directory(out_dir) || ::access(out_dir.c_str(), W_OK) != 0)
+    throw UserError(out_path + ": output directory does not exist or is not writable");
+
+  std::vector<std::unique_ptr<sweep::ModelEvaluator>> models;
+  std::vector<sweep::ModelRef> refs;
+  for (const auto& p : model_paths) {
+    models.push_back(std::make_unique<sweep::ModelEvaluator>(p));
+    refs.push_back({models.back()->name(), p, models.back()->arch()});
+  }
+  const auto plan = sweep::expand_plan(refs, axes);
+  std::vector<sweep::RunSpec> mine;
+  for (const auto& r : plan)
+    if (r.index % shard.second == shard.first) mine.push_back(r);
+
+  int jobs = vm["jobs"].as<int>();
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = std::min<int>(jobs, static_cast<int>(std::max<std::size_t>(1, mine.size())));
+  Backends be = make_backends(vm["backend"].as<std::string>(), jobs, quiet);
+  if (be.name == "cuda") jobs = 1;
+
+  sweep::SweepHeader header;
+  header.config = resolved_options(vm);
+  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config"}) header.config.erase(volatile_key);
+  header.config["backend"] = be.name;
+  header.config["model"] = [&] {
+    std::string s;
+    for (const auto& r : refs) s += (s.empty() ? "" : ",") + r.name;
+    return s;
+  }();
+  header.config["text"] = text.id;
+  header.config_hash = sweep::hash_config(header.config);
+  header.bins = sweep::power_of_two_edges(tokens);
+  for (const auto& r : plan) header.plan.push_back(r.id);
+
+  const std::string work = out_path + ".runs";
+  if (!vm["resume"].as<bool>()) fs::remove_all(work);
+  fs::create_directories(work);
+  if (!quiet)
+    std::cerr << "sweep: " << mine.size() << " run(s)" << (shard.second > 1 ? " in shard " + vm["shard"].as<std::string>() : "")
+              << ", " << refs.size() << " model(s), " << tokens << " positions of " << text.id << ", backend "
+              << be.name << " (" << be.device << "), " << jobs << " job(s)\n";
+
+  // FP64 reference once per model.
+  std::vector<std::vector<double>> logp_ref(models.size());
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    if (!quiet) std::cerr << "sweep: FP64 reference of " << models[i]->name() << "\n";
+    logp_ref[i] = models[i]->reference_logp(text);
+    sweep::ReferenceSummary s;
+    s.model = models[i]->name();
+    s.nll.resize(static_cast<std::size_t>(tokens));
+    for (int t = 0; t < tokens; ++t)
+      s.nll[static_cast<std::size_t>(t)] = -logp_ref[i][static_cast<std::size_t>(t) * 256 + text.bytes[static_cast<std::size_t>(t) + 1]];
+    header.references.push_back(std::move(s));
+  }
+
+  std::vector<sweep::RunResult> results(mine.size());
+  std::vector<char> done(mine.size(), 0);
+  std::size_t resumed = 0;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const std::string f = work + "/" + mine[i].id + ".h5";
+    if (!fs::exists(f)) continue;
+    try {
+      auto file = h5::File::open_read(f);
+      if (file.attr_string("/", "config_hash") != header.config_hash) continue;
+      results[i] = sweep::read_run(file, "/run");
+      done[i] = 1;
+      ++resumed;
+    } catch (const UserError&) {
+      // a run file from an older or killed attempt: recompute it
+    }
+  }
+  if (resumed && !quiet) std::cerr << "sweep: resuming, " << resumed << " run(s) already finished\n";
+
+  Progress progress(mine.size(), resumed, quiet);
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr failure;
+  auto worker = [&](int w) {
+    for (;;) {
+      const std::size_t i = next++;
+      if (i >= mine.size()) return;
+      if (done[i]) continue;
+      try {
+        const auto& spec = mine[i];
+        std::size_t m = 0;
+        while (models[m]->name() != spec.model) ++m;
+        sweep::RunResult r = sweep::evaluate_run(spec, *models[m], text, logp_ref[m], *be.pool[static_cast<std::size_t>(w)],
+                                                 header.bins);
+        r.attrs["backend"] = be.name;
+        r.attrs["device"] = be.device;
+        h5::AtomicOutput f(work + "/" + spec.id + ".h5");
+        f.file().set_attr("/", "config_hash", header.config_hash);
+        sweep::write_run(f.file(), "/run", r);
+        f.commit();
+        std::lock_guard<std::mutex> lock(mu);
+        results[i] = std::move(r);
+        progress.finished(spec.id);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+        next = mine.size();
+        return;
+      }
+    }
+  };
+  if (jobs > 1 && be.name == "emulated") {
+    // Independent runs on independent backends (ModelEvaluator keeps no per-run state in the mode path).
+    std::vector<std::thread> pool;
+    for (int w = 0; w < jobs; ++w) pool.emplace_back(worker, w);
+    for (auto& t : pool) t.join();
+  } else {
+    worker(0);
+  }
+  if (failure) std::rethrow_exception(failure);
+  progress.close();
+
+  h5::AtomicOutput out(out_path);
+  sweep::write_header(out.file(), header);
+  for (const auto& r : results) sweep::write_run(out.file(), "/runs/" + r.id, r);
+  auto opts = resolved_options(vm);
+  h5::write_provenance(out.file(), command_line(), opts, be.device);
+  out.file().set_attr("/", "shard", shard.second > 1 ? vm["shard"].as<std::string>() : "none");
+  out.commit();
+  fs::remove_all(work);
+  if (!quiet) print_table(results, header.bins);
+  std::cout << "sweep: " << results.size() << " run(s) -> " << out_path << "\n";
+  return kExitOk;
+}
+
+const Registrar reg{{"sweep", "PG-19 teacher-forcing precision sweep: per-length KL and drift (the main job)",
+                     add_options, run,
+                     "replayssm sweep --formats bf16,fp8_e4m3:row,nvfp4 --tokens 131072 --out results.h5"}};
+
+}  // namespace
+}  // namespace replayssm::cli

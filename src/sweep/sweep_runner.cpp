@@ -1,0 +1,68 @@
+#include "sweep/sweep_runner.h"
+
+#include <chrono>
+#include <fstream>
+
+#include "core/errors.h"
+#include "sweep/metrics.h"
+
+namespace replayssm::sweep {
+
+TextSlice load_text(const std::string& path, std::int64_t offset, int tokens) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open the text file");
+  std::vector<std::uint8_t> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (all.empty()) throw UserError(path + ": empty text");
+  // Position t predicts byte t + 1, so T positions need T + 1 bytes.
+  const auto need = static_cast<std::int64_t>(tokens) + 1;
+  if (offset + need > static_cast<std::int64_t>(all.size()))
+    throw UserError(path + ": --offset " + std::to_string(offset) + " + --tokens " + std::to_string(tokens) +
+                    " + 1 bytes is beyond the end of the text (" + std::to_string(all.size()) + " bytes)");
+  TextSlice s;
+  s.path = path;
+  const auto slash = path.find_last_of('/');
+  s.id = (slash == std::string::npos ? path : path.substr(slash + 1)) + "@" + std::to_string(offset) + "+" +
+         std::to_string(tokens);
+  s.offset = offset;
+  s.tokens = tokens;
+  s.bytes.assign(all.begin() + offset, all.begin() + offset + need);
+  return s;
+}
+
+RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSlice& text,
+                       const std::vector<double>& logp_ref, emu::DecodeBackend& backend,
+                       const std::vector<std::int64_t>& edges) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<LayerDrift> drifts;
+  const std::vector<double> logp = model.mode_logp(text, backend, spec.mode, &drifts);
+  const std::vector<std::uint8_t> targets(text.bytes.begin() + 1, text.bytes.end());
+  const PositionMetrics m = compare_distributions(logp_ref, logp, targets, text.tokens, 256);
+  RunResult r;
+  r.id = spec.id;
+  r.index = spec.index;
+  r.kl = m.kl;
+  r.nll = m.nll;
+  r.top1 = m.top1;
+  r.kl_binned = binned_stats(m.kl, edges);
+  r.layers = static_cast<int>(drifts.size());
+  for (const auto& d : drifts) {
+    r.output_drift.insert(r.output_drift.end(), d.output.begin(), d.output.end());
+    r.state_drift.insert(r.state_drift.end(), d.state.begin(), d.state.end());
+  }
+  if (!drifts.empty()) r.flush_steps = drifts.front().steps;
+  const emu::Mode& md = spec.mode;
+  r.attrs = {{"model", spec.model},
+             {"text", text.id},
+             {"format", formats::format_name(md.format)},
+             {"scaling", formats::scaling_name(md.scaling)},
+             {"rounding", formats::rounding_name(md.rounding)},
+             {"policy", emu::policy_name(md.policy)},
+             {"L", std::to_string(md.L)},
+             {"u_source", md.arch == emu::Arch::gdn && md.split() ? emu::usource_name(md.usource) : "n/a"},
+             {"seed", std::to_string(md.seed)},
+             {"mode", md.name()}};
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace replayssm::sweep

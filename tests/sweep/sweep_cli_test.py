@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""`replayssm sweep` end to end on the shipped tiny models: the results schema, determinism (two runs give
+bit-identical datasets), sharding + `merge` (equal to the unsharded run), kill -9 + --resume (equal to an
+uninterrupted run), and the bad-input contract (one line, exit 2, nothing left under the output name)."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
+failures, passed = [], [0]
+OPTS = {"--tokens": "160", "--offset": "1000", "--formats": "fp32,fp8_e4m3:row,nvfp4",
+        "--policies": "conventional-shared,replay-split", "--L": "16", "--backend": "emulated"}
+
+
+def args(**override):
+    o = dict(OPTS)
+    o.update({"--" + k.replace("_", "-"): v for k, v in override.items()})
+    return ["sweep", "--quiet"] + [x for kv in o.items() for x in kv]
+
+
+BASE = args()
+
+
+def check(cond, what):
+    if cond:
+        passed[0] += 1
+    else:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def run(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True)
+
+
+def datasets(path):
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                out[name] = obj[...]
+        f.visititems(visit)
+        for k, v in f["config"].attrs.items():
+            out["config@" + k] = v
+    return out
+
+
+def same(a, b):
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            if x.shape != y.shape or x.tobytes() != y.tobytes():
+                print("  differs:", k)
+                return False
+        elif isinstance(x, np.ndarray):
+            if x.shape != y.shape or not (x == y).all():
+                print("  differs:", k)
+                return False
+        elif x != y:
+            print("  differs:", k)
+            return False
+    return True
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    a = os.path.join(tmp, "a.h5")
+    r = run(*BASE, "--out", a)
+    check(r.returncode == 0, f"sweep exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if r.returncode != 0:
+        print(f"{passed[0]} passed, {len(failures)} failed")
+        sys.exit(1)
+    with h5py.File(a, "r") as f:
+        runs = list(f["runs"])
+        plan = [s.decode() if isinstance(s, bytes) else s for s in f["config/plan"][...]]
+        check(len(runs) == len(plan) and len(runs) == 2 * 3 * 2, f"runs {len(runs)} plan {len(plan)}")
+        check(list(f["bins"][...]) == [1, 2, 4, 8, 16, 32, 64, 128, 161], f"bins {f['bins'][...]}")
+        for attr in ("tool_version", "git_sha", "compiler_flags", "device", "option.formats"):
+            check(attr in f.attrs, f"root attribute {attr}")
+        for name in runs:
+            g = f["runs"][name]
+            check(g["kl"].shape == (160,) and g["nll"].shape == (160,) and g["top1"].shape == (160,), name + " shapes")
+            check(g["kl_binned"].shape == (8, 4), name + " kl_binned")
+            check(g["output_drift"].shape[1] == 160 and g["state_drift"].shape[1] == 10, name + " drift shapes")
+            check(np.isfinite(g["kl"][...]).all() and (g["kl"][...] >= 0).all(), name + " kl finite, >= 0")
+            for k in ("model", "format", "scaling", "rounding", "policy", "L", "backend", "device"):
+                check(k in g.attrs, f"{name} attr {k}")
+        for model in ("tiny_gdn", "tiny_mamba2"):
+            fp32 = f["runs"][f"{model}.conventional_shared.fp32-none.rne.L16"]["kl"][...].mean()
+            nv_conv = f["runs"][f"{model}.conventional_shared.nvfp4-block.rne.L16"]
+            nv_split = f["runs"][f"{model}.replay_split.nvfp4-block.rne.L16" + (".u-hp" if "gdn" in model else "")]
+            # FP32 is the floor; NVFP4 costs KL; split keeps the recurrence exact (tiny state drift).
+            check(fp32 < 1e-6, f"{model} fp32 KL {fp32:.2e}")
+            check(nv_conv["kl"][...].mean() > 10 * fp32, f"{model} nvfp4 KL above the floor")
+            check(nv_split["state_drift"][...].max() < 1e-4 < nv_conv["state_drift"][...].max(),
+                  f"{model} split state drift {nv_split['state_drift'][...].max():.2e} vs conventional "
+                  f"{nv_conv['state_drift'][...].max():.2e}")
+    ref = datasets(a)
+
+    # Determinism: the same command twice.
+    b = os.path.join(tmp, "b.h5")
+    run(*BASE, "--out", b, "--jobs", "1")
+    check(same(ref, datasets(b)), "two runs (jobs 2 and 1) give bit-identical datasets")
+
+    # Shards + merge == unsharded.
+    s0, s1, m = (os.path.join(tmp, n) for n in ("s0.h5", "s1.h5", "m.h5"))
+    run(*BASE, "--out", s0, "--shard", "0/2")
+    run(*BASE, "--out", s1, "--shard", "1/2")
+    r = run("merge", "--out", m, s0, s1)
+    check(r.returncode == 0, f"merge exit {r.returncode}: {r.stderr.strip()}")
+    check(r.returncode == 0 and same(ref, datasets(m)), "merged shards equal the unsharded run")
+    r = run("merge", "--out", os.path.join(tmp, "m2.h5"), s0)
+    check(r.returncode == 2, "merge of an incomplete shard set is refused")
+
+    # kill -9 mid-sweep, then --resume: identical to the uninterrupted run.
+    c = os.path.join(tmp, "c.h5")
+    p = subprocess.Popen([CLI, *BASE, "--out", c, "--jobs", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    work = c + ".runs"
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        if os.path.isdir(work) and len([n for n in os.listdir(work) if n.endswith(".h5")]) >= 3:
+            break
+        time.sleep(0.05)
+    killed = p.poll() is None
+    if killed:
+        p.send_signal(signal.SIGKILL)
+    p.wait()
+    check(not os.path.exists(c) or not killed, "no results file under the output name after kill -9")
+    r = run(*BASE, "--out", c, "--resume")
+    check(r.returncode == 0 and same(ref, datasets(c)), "resumed sweep equals the uninterrupted run")
+    check(not os.path.exists(work), "work folder removed after success")
+
+    # Bad input: one line naming what is wrong, exit 2, no output file.
+    def bad(label, extra, needle):
+        out = os.path.join(tmp, label + ".h5")
+        r = run(*args(**{k.lstrip("-").replace("-", "_"): v for k, v in zip(extra[::2], extra[1::2])}), "--out", out)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2, f"{label}: exit {r.returncode}")
+        check(len(lines) == 1 and needle in lines[0], f"{label}: message {lines}")
+        check(not os.path.exists(out), f"{label}: output left behind")
+
+    bad("unknown_format", ["--formats", "fp7"], "fp7")
+    bad("unknown_policy", ["--policies", "replay-sideways"], "replay-sideways")
+    bad("bad_scaling", ["--formats", "nvfp4:row"], "nvfp4")
+    bad("missing_text", ["--text", os.path.join(tmp, "nope.txt")], "nope.txt")
+    bad("too_many_tokens", ["--tokens", "100000000"], "beyond the end")
+    bad("missing_model", ["--model", os.path.join(tmp, "nope.h5")], "nope.h5")
+    bad("bad_shard", ["--shard", "2/2"], "--shard")
+    r = run(*BASE, "--out", os.path.join(tmp, "no_dir", "x.h5"))
+    check(r.returncode == 2 and "no_dir" in r.stderr, f"unwritable output: {r.returncode} {r.stderr.strip()}")
+
+print(f"{passed[0]} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)
