@@ -1,0 +1,248 @@
+// The CUDA DecodeBackend: owns the device stores (same layout as the emulation's), uploads each op's inputs,
+// launches kernels/{gdn,mamba2} and keeps the per-sequence window length and token count on the host (the host
+// decides early flushes and accepts, exactly as the emulation does).
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/common/decode_kernel.h"
+#include "kernels/cuda_backend.h"
+
+namespace replayssm::kern {
+namespace {
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  std::size_t n = 0;
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() { cudaFree(p); }
+  void alloc(std::size_t count) {
+    if (count == n && p) return;
+    cudaFree(p);
+    p = nullptr;
+    n = count;
+    if (count) ck(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
+  }
+  void zero() {
+    if (n) ck(cudaMemset(p, 0, n * sizeof(T)), "cudaMemset");
+  }
+  void upload(const T* src, std::size_t count) {
+    alloc(count);
+    if (count) ck(cudaMemcpy(p, src, count * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
+  void download(T* dst, std::size_t count) const {
+    if (count) ck(cudaMemcpy(dst, p, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
+  }
+};
+
+class CudaBackend final : public emu::DecodeBackend {
+ public:
+  explicit CudaBackend(std::string dev) : dev_(std::move(dev)) {}
+  std::string name() const override { return "cuda"; }
+  std::string device() const override { return dev_; }
+
+  void init(const emu::Dims& d, const emu::Mode& m, const float* S0) override {
+    emu::check_mode(m, d);
+    if (m.capacity() > 64) throw std::invalid_argument("cuda backend: L - 1 + max_drafts must be <= 64");
+    d_ = d;
+    m_ = m;
+    lay_ = emu::store_layout(m, d.V, d.K);
+    const std::size_t nh = d.heads(), VK = std::size_t(d.V) * d.K, cap = std::size_t(m.capacity());
+    // Initial stores are encoded on the host with the shared codecs (as the emulation does), then uploaded.
+    std::vector<std::uint8_t> codes(nh * lay_.code_bytes), scales(nh * lay_.scale_bytes);
+    std::vector<float> zero;
+    if (!S0) zero.assign(d.state_elems(), 0.0f);
+    const float* s = S0 ? S0 : zero.data();
+    for (std::size_t hh = 0; hh < nh; ++hh)
+      emu::encode_head(m, s + hh * VK, d.V, d.K, std::uint32_t(hh), emu::kInitStep, codes.data() + hh * lay_.code_bytes,
+                       scales.data() + hh * lay_.scale_bytes);
+    codes_.upload(codes.data(), codes.size());
+    scales_.upload(scales.data(), scales.size());
+    if (m.split()) hp_.upload(s, d.state_elems());
+    if (!m.replay()) {
+      snap_codes_.alloc(nh * m.max_drafts * lay_.code_bytes);
+      snap_scales_.alloc(nh * m.max_drafts * lay_.scale_bytes);
+    } else {
+      ra_.alloc(nh * cap);
+      rbeta_.alloc(nh * cap);
+      rk_.alloc(nh * cap * d.K);
+      rw_.alloc(nh * cap * d.V);
+      rv_.alloc(m.recompute() ? nh * cap * d.V : 0);
+      for (auto* b : {&ra_, &rbeta_, &rk_, &rw_, &rv_}) b->zero();
+    }
+    n_.assign(std::size_t(d.B), 0);
+    tok_.assign(std::size_t(d.B), 0);
+    pendingT_ = 0;
+    flushes_ = 0;
+    inited_ = true;
+  }
+
+  void step(const emu::TokenBatch& in, float* o) override {
+    require(in, 1, "step");
+    std::vector<int> early(std::size_t(d_.B), 0);
+    for (int b = 0; b < d_.B; ++b) early[std::size_t(b)] = m_.replay() && n_[std::size_t(b)] + 1 > m_.capacity();
+    launch(Op::step, in, early, o, std::size_t(d_.B) * d_.H * d_.V);
+    for (int b = 0; b < d_.B; ++b) {
+      const std::size_t i = std::size_t(b);
+      if (m_.replay()) {
+        if (early[i]) n_[i] = 0, ++flushes_;
+        if (n_[i] + 1 >= m_.L) {
+          n_[i] = 0;
+          ++flushes_;
+        } else {
+          ++n_[i];
+        }
+      }
+      ++tok_[i];
+    }
+  }
+
+  void verify(const emu::TokenBatch& in, float* o) override {
+    require(in, in.T, "verify");
+    if (in.T > m_.max_drafts) throw std::invalid_argument("verify: T exceeds max_drafts");
+    std::vector<int> early(std::size_t(d_.B), 0);
+    for (int b = 0; b < d_.B; ++b) early[std::size_t(b)] = m_.replay() && n_[std::size_t(b)] + in.T > m_.capacity();
+    launch(Op::verify, in, early, o, std::size_t(d_.B) * in.T * d_.H * d_.V);
+    for (int b = 0; b < d_.B; ++b)
+      if (early[std::size_t(b)]) n_[std::size_t(b)] = 0, ++flushes_;
+    pendingT_ = in.T;
+  }
+
+  void accept(const int* accepted) override {
+    if (pendingT_ == 0) throw std::logic_error("accept: no verify pending");
+    for (int b = 0; b < d_.B; ++b) {
+      const int a = accepted[b];
+      if (a < 0 || a > pendingT_) throw std::invalid_argument("accept: accepted length out of range");
+      if (!m_.replay()) {
+        if (a > 0)
+          for (int h = 0; h < d_.H; ++h) {
+            const std::size_t hh = std::size_t(b) * d_.H + h;
+            ck(cudaMemcpy(codes_.p + hh * lay_.code_bytes, snap_codes_.p + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.code_bytes,
+                          lay_.code_bytes, cudaMemcpyDeviceToDevice), "accept");
+            if (lay_.scale_bytes)
+              ck(cudaMemcpy(scales_.p + hh * lay_.scale_bytes,
+                            snap_scales_.p + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.scale_bytes, lay_.scale_bytes,
+                            cudaMemcpyDeviceToDevice), "accept");
+          }
+      } else {
+        n_[std::size_t(b)] += a;
+      }
+      tok_[std::size_t(b)] += a;
+    }
+    pendingT_ = 0;
+  }
+
+  void state(float* S) override {
+    if (!inited_) throw std::logic_error("state: init() first");
+    DevBuf<float> out, wsave;
+    out.alloc(d_.state_elems());
+    if (m_.recompute()) {  // materialise re-derives the u's in place: keep the buffer's own
+      wsave.alloc(rw_.n);
+      ck(cudaMemcpy(wsave.p, rw_.p, rw_.n * sizeof(float), cudaMemcpyDeviceToDevice), "state");
+    }
+    emu::TokenBatch none;
+    KParams p = params(Op::state, none);
+    p.state_out = out.p;
+    std::vector<int> early(std::size_t(d_.B), 0);
+    run(p, early);
+    out.download(S, d_.state_elems());
+    if (m_.recompute()) ck(cudaMemcpy(rw_.p, wsave.p, rw_.n * sizeof(float), cudaMemcpyDeviceToDevice), "state");
+  }
+
+  void stored(std::vector<std::uint8_t>& c, std::vector<std::uint8_t>& s) override {
+    c.resize(codes_.n);
+    s.resize(scales_.n);
+    codes_.download(c.data(), c.size());
+    scales_.download(s.data(), s.size());
+  }
+  long flushes() const override { return flushes_; }
+
+ private:
+  void require(const emu::TokenBatch& in, int T, const char* what) const {
+    if (!inited_) throw std::logic_error(std::string(what) + ": init() first");
+    if (pendingT_ != 0) throw std::logic_error(std::string(what) + ": accept() the pending verify first");
+    if (in.T != T || T < 1) throw std::invalid_argument(std::string(what) + ": bad T");
+    if (m_.arch == emu::Arch::gdn && !in.beta) throw std::invalid_argument(std::string(what) + ": GDN needs beta");
+  }
+
+  KParams params(Op op, const emu::TokenBatch& in) {
+    KParams p;
+    p.B = d_.B, p.G = d_.G, p.H = d_.H, p.K = d_.K, p.V = d_.V;
+    p.L = m_.L, p.cap = m_.capacity(), p.max_drafts = m_.max_drafts, p.T = in.T;
+    p.policy = m_.policy, p.usource = m_.usource, p.scaling = m_.scaling, p.rounding = m_.rounding, p.seed = m_.seed;
+    p.op = op;
+    p.codes = codes_.p, p.scales = scales_.p, p.code_bytes = lay_.code_bytes, p.scale_bytes = lay_.scale_bytes;
+    p.hp = hp_.p, p.snap_codes = snap_codes_.p, p.snap_scales = snap_scales_.p;
+    p.ra = ra_.p, p.rbeta = rbeta_.p, p.rk = rk_.p, p.rw = rw_.p, p.rv = rv_.p;
+    return p;
+  }
+
+  void run(KParams& p, const std::vector<int>& early) {
+    dn_.upload(n_.data(), n_.size());
+    dearly_.upload(early.data(), early.size());
+    dtok_.upload(tok_.data(), tok_.size());
+    p.n = dn_.p, p.early = dearly_.p, p.tok = dtok_.p;
+    const int e = m_.arch == emu::Arch::gdn ? launch_gdn(m_.format, p, nullptr) : launch_mamba2(m_.format, p, nullptr);
+    ck(cudaError_t(e), "launch");
+    ck(cudaDeviceSynchronize(), "kernel");
+  }
+
+  void launch(Op op, const emu::TokenBatch& in, const std::vector<int>& early, float* o, std::size_t n_out) {
+    const std::size_t BT = std::size_t(d_.B) * in.T;
+    da_.upload(in.a, BT * d_.H);
+    if (in.beta) dbeta_.upload(in.beta, BT * d_.H);
+    dv_.upload(in.v, BT * d_.H * d_.V);
+    dk_.upload(in.k, BT * d_.G * d_.K);
+    dq_.upload(in.q, BT * d_.G * d_.K);
+    if (in.skip) dskip_.upload(in.skip, BT * d_.H * d_.V);
+    dout_.alloc(n_out);
+    KParams p = params(op, in);
+    p.a = da_.p, p.beta = in.beta ? dbeta_.p : nullptr, p.v = dv_.p, p.k = dk_.p, p.q = dq_.p;
+    p.skip = in.skip ? dskip_.p : nullptr;
+    p.o = dout_.p;
+    run(p, early);
+    dout_.download(o, n_out);
+  }
+
+  std::string dev_;
+  emu::Dims d_;
+  emu::Mode m_;
+  emu::StoreLayout lay_;
+  DevBuf<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
+  DevBuf<float> hp_, ra_, rbeta_, rk_, rw_, rv_, da_, dbeta_, dv_, dk_, dq_, dskip_, dout_;
+  DevBuf<int> dn_, dearly_, dtok_;
+  std::vector<int> n_, tok_;
+  int pendingT_ = 0;
+  long flushes_ = 0;
+  bool inited_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<emu::DecodeBackend> make_cuda_backend(std::string* why_not) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (why_not)
+      *why_not = std::string("no CUDA device (") + (e != cudaSuccess ? cudaGetErrorString(e) : "device count 0") + ")";
+    return nullptr;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    if (why_not) *why_not = "no CUDA device (cudaGetDeviceProperties failed)";
+    return nullptr;
+  }
+  return std::make_unique<CudaBackend>(std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                                       std::to_string(prop.minor) + ")");
+}
+
+}  // namespace replayssm::kern

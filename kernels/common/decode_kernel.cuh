@@ -1,0 +1,323 @@
+#pragma once
+// The decode kernel: one CTA per (sequence, head), 256 threads; a warp owns a state row at a time, a lane owns the
+// 4-element chunks 4l..4l+3 of every 128 columns (the 32-lane tree of emulation/decode_math.h, which the xor
+// butterfly reproduces exactly). The checkpoint / state is staged in shared memory as FP32. Every per-element
+// formula is the emulation's (decode_math.h), so the CUDA result equals the emulation's bit for bit.
+// Codecs: unscaled formats (fp32, bf16, fp16) encode/decode in parallel, element by element; scaled formats call the
+// shared StateCodec::encode_state / decode_state from one thread (correct and identical; the obvious target of
+// tuning, issue 5).
+#include <cuda_runtime.h>
+
+#include "emulation/decode_math.h"
+#include "formats/state_codec.h"
+#include "kernels/common/decode_kernel.h"
+
+namespace replayssm::kern {
+
+inline constexpr int kThreads = 256;
+inline constexpr int kWarps = kThreads / 32;
+
+__device__ inline float warp_dot(const float* x, const float* y, int K, int lane) {
+  float acc = 0.0f;
+  for (int base = 0; base < K; base += 128)
+    for (int e = 0; e < 4; ++e) {
+      const int i = base + 4 * lane + e;
+      if (i < K) acc = __fmaf_rn(x[i], y[i], acc);
+    }
+  for (int off = 16; off > 0; off /= 2) acc = __fadd_rn(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
+  return acc;
+}
+
+template <class C, bool kGdn>
+struct HeadCtx {
+  const KParams& p;
+  int b, h, hh, tid, lane, warp;
+  float *Sout, *Srec, *G, *d, *coef, *total;
+  std::size_t VK;
+
+  __device__ formats::CodecParams cparams(std::uint32_t step) const {
+    return formats::CodecParams{p.scaling, p.rounding, p.seed, std::uint32_t(hh), step};
+  }
+  __device__ void decode(const std::uint8_t* codes, const std::uint8_t* scales, float* out) {
+    if constexpr (C::kBlock == 0) {
+      for (std::size_t i = tid; i < VK; i += kThreads)
+        out[i] = C::decode(static_cast<typename C::code_t>(formats::load_code<C::kBits>(codes, i)));
+    } else {
+      if (tid == 0) C::decode_state(codes, scales, p.V, p.K, cparams(0), out);
+    }
+    __syncthreads();
+  }
+  __device__ void encode(const float* x, std::uint8_t* codes, std::uint8_t* scales, std::uint32_t step) {
+    __syncthreads();
+    const formats::CodecParams cp = cparams(step);
+    if constexpr (C::kBlock == 0) {
+      for (std::size_t i = tid; i < VK; i += kThreads) {
+        const int v = int(i / std::size_t(p.K)), k = int(i % std::size_t(p.K));
+        formats::store_code<C::kBits>(codes, i,
+                                      static_cast<std::uint32_t>(C::encode(x[i], p.rounding, formats::element_rand_bits(cp, v, k))));
+      }
+    } else {
+      if (tid == 0) C::encode_state(x, p.V, p.K, cp, codes, scales);
+    }
+    __syncthreads();
+  }
+  __device__ std::uint8_t* codes() const { return p.codes + std::size_t(hh) * p.code_bytes; }
+  __device__ std::uint8_t* scales() const { return p.scales + std::size_t(hh) * p.scale_bytes; }
+  __device__ float* hp() const { return p.hp + std::size_t(hh) * VK; }
+  __device__ float* ra() const { return p.ra + std::size_t(hh) * p.cap; }
+  __device__ float* rbeta() const { return p.rbeta + std::size_t(hh) * p.cap; }
+  __device__ float* rk() const { return p.rk + std::size_t(hh) * p.cap * p.K; }
+  __device__ float* rw() const { return p.rw + std::size_t(hh) * p.cap * p.V; }
+  __device__ float* rv() const { return p.rv + std::size_t(hh) * p.cap * p.V; }
+  __device__ bool split() const { return p.policy == emu::Policy::replay_split; }
+  __device__ bool recompute() const { return kGdn && split() && p.usource == emu::USource::recompute; }
+
+  // token t of this head
+  __device__ std::size_t bt(int t) const { return std::size_t(b) * p.T + t; }
+  __device__ float tok_a(int t) const { return p.a[bt(t) * p.H + h]; }
+  __device__ float tok_beta(int t) const { return p.beta ? p.beta[bt(t) * p.H + h] : 1.0f; }
+  __device__ const float* tok_v(int t) const { return p.v + (bt(t) * p.H + h) * p.V; }
+  __device__ int grp() const { return h / (p.H / p.G); }
+  __device__ const float* tok_k(int t) const { return p.k + (bt(t) * p.G + grp()) * p.K; }
+  __device__ const float* tok_q(int t) const { return p.q + (bt(t) * p.G + grp()) * p.K; }
+  __device__ const float* tok_skip(int t) const { return p.skip ? p.skip + (bt(t) * p.H + h) * p.V : nullptr; }
+  __device__ float* out_o(int t) const { return p.o + (bt(t) * p.H + h) * p.V; }
+
+  // The output checkpoint into Sout (F store / LP copy), the recurrence checkpoint into Srec.
+  __device__ void load_out() { decode(codes(), scales(), Sout); }
+  __device__ void load_rec() {
+    if (split()) {
+      for (std::size_t i = tid; i < VK; i += kThreads) Srec[i] = hp()[i];
+      __syncthreads();
+    } else {
+      decode(codes(), scales(), Srec);
+    }
+  }
+
+  // Window decays of m records into G / total (thread 0), then d_j = k_j . x for j < nd, coef_j = G_j d_j.
+  __device__ void gammas_and_coefs(int m, const float* x, int nd) {
+    if (tid == 0) *total = emu::window_gammas(ra(), m, G);
+    for (int j = warp; j < nd; j += kWarps) {
+      const float dj = warp_dot(rk() + std::size_t(j) * p.K, x, p.K, lane);
+      if (lane == 0) d[j] = dj;
+    }
+    __syncthreads();
+    if (tid == 0) emu::window_coefs(G, d, nd, coef);
+    __syncthreads();
+  }
+
+  // GDN: u of record i from checkpoint S (smem) and records 0..i-1, into rw row i.
+  __device__ void gdn_record_u(const float* S, int i, float beta, const float* v) {
+    const float* k = rk() + std::size_t(i) * p.K;
+    gammas_and_coefs(i + 1, k, i);
+    for (int r = warp; r < p.V; r += kWarps) {
+      const float sck = warp_dot(S + std::size_t(r) * p.K, k, p.K, lane);
+      if (lane == 0) rw()[std::size_t(i) * p.V + r] = emu::gdn_u(beta, v[r], emu::window_sum(*total, sck, coef, rw(), p.V, r, i));
+    }
+    __syncthreads();
+  }
+
+  __device__ void append(int i, int t, bool out_loaded) {
+    const float* v = tok_v(t);
+    const float* k = tok_k(t);
+    if (tid == 0) {
+      ra()[i] = tok_a(t);
+      rbeta()[i] = tok_beta(t);
+    }
+    for (int c = tid; c < p.K; c += kThreads) rk()[std::size_t(i) * p.K + c] = k[c];
+    for (int r = tid; r < p.V; r += kThreads) {
+      if (recompute()) rv()[std::size_t(i) * p.V + r] = v[r];
+      if (!kGdn) rw()[std::size_t(i) * p.V + r] = v[r];
+    }
+    __syncthreads();
+    if constexpr (kGdn) {
+      if (split() && p.usource == emu::USource::hp) {
+        load_rec();
+        gdn_record_u(Srec, i, tok_beta(t), v);
+      } else {
+        if (!out_loaded) load_out();
+        gdn_record_u(Sout, i, tok_beta(t), v);
+      }
+    }
+  }
+
+  // Non-flush output over m records from Sout (loaded).
+  __device__ void replay_output(int m, int t) {
+    const float* q = tok_q(t);
+    const float* skip = tok_skip(t);
+    gammas_and_coefs(m, q, m);
+    float* o = out_o(t);
+    for (int r = warp; r < p.V; r += kWarps) {
+      const float scq = warp_dot(Sout + std::size_t(r) * p.K, q, p.K, lane);
+      if (lane == 0) o[r] = emu::add_skip(emu::window_sum(*total, scq, coef, rw(), p.V, r, m), skip, r);
+    }
+    __syncthreads();
+  }
+
+  // Srec <- S_{c+m} (recurrence checkpoint + first m records).
+  __device__ void materialise(int m) {
+    load_rec();
+    if (recompute())
+      for (int i = 0; i < m; ++i) gdn_record_u(Srec, i, rbeta()[i], rv() + std::size_t(i) * p.V);
+    if (tid == 0) *total = emu::window_gammas(ra(), m, G);
+    __syncthreads();
+    const float tot = *total;
+    float rowcoef[64];  // m <= cap <= 64 (checked on the host)
+    for (int r = warp; r < p.V; r += kWarps) {
+      for (int j = 0; j < m; ++j) rowcoef[j] = __fmul_rn(G[j], rw()[std::size_t(j) * p.V + r]);
+      float* row = Srec + std::size_t(r) * p.K;
+      for (int base = 0; base < p.K; base += 128)
+        for (int e = 0; e < 4; ++e) {
+          const int c = base + 4 * lane + e;
+          if (c < p.K) row[c] = emu::window_state_elem(tot, row[c], rowcoef, rk() + c, p.K, m);
+        }
+    }
+    __syncthreads();
+  }
+
+  __device__ void flush_window(int m, int t, bool with_output) {
+    materialise(m);
+    if (with_output) {
+      const float* q = tok_q(t);
+      const float* skip = tok_skip(t);
+      float* o = out_o(t);
+      for (int r = warp; r < p.V; r += kWarps) {
+        const float y = warp_dot(Srec + std::size_t(r) * p.K, q, p.K, lane);
+        if (lane == 0) o[r] = emu::add_skip(y, skip, r);
+      }
+    }
+    if (split())
+      for (std::size_t i = tid; i < VK; i += kThreads) hp()[i] = Srec[i];
+    encode(Srec, codes(), scales(), std::uint32_t(p.tok[b]));
+  }
+
+  __device__ void conventional() {
+    load_out();
+    const int T = p.op == Op::verify ? p.T : 1;
+    for (int t = 0; t < T; ++t) {
+      const float a = tok_a(t), beta = tok_beta(t);
+      const float *v = tok_v(t), *k = tok_k(t), *q = tok_q(t), *skip = tok_skip(t);
+      float* o = out_o(t);
+      for (int r = warp; r < p.V; r += kWarps) {
+        float* row = Sout + std::size_t(r) * p.K;
+        for (int base = 0; base < p.K; base += 128)
+          for (int e = 0; e < 4; ++e) {
+            const int c = base + 4 * lane + e;
+            if (c < p.K) row[c] = emu::conv_decay(a, row[c]);
+          }
+        __syncwarp();
+        float w = v[r];
+        if constexpr (kGdn) w = emu::gdn_u(beta, v[r], warp_dot(row, k, p.K, lane));
+        for (int base = 0; base < p.K; base += 128)
+          for (int e = 0; e < 4; ++e) {
+            const int c = base + 4 * lane + e;
+            if (c < p.K) row[c] = emu::conv_update(w, k[c], row[c]);
+          }
+        __syncwarp();
+        const float y = warp_dot(row, q, p.K, lane);
+        if (lane == 0) o[r] = emu::add_skip(y, skip, r);
+      }
+      const std::uint32_t step = std::uint32_t(p.tok[b] + t);
+      if (p.op == Op::verify) {
+        const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
+        encode(Sout, p.snap_codes + slot * p.code_bytes, p.snap_scales + slot * p.scale_bytes, step);
+      } else {
+        encode(Sout, codes(), scales(), step);
+      }
+    }
+  }
+
+  __device__ void replay() {
+    int n = p.n[b];
+    if (p.early[b]) {
+      flush_window(n, 0, false);
+      n = 0;
+    }
+    if (p.op == Op::step) {
+      append(n, 0, false);
+      const int m = n + 1;
+      if (m >= p.L) {
+        flush_window(m, 0, true);
+      } else {
+        load_out();
+        replay_output(m, 0);
+      }
+    } else {
+      load_out();
+      for (int i = 0; i < p.T; ++i) {
+        append(n + i, i, true);
+        replay_output(n + i + 1, i);
+      }
+    }
+  }
+
+  __device__ void state() {
+    float* out = p.state_out + std::size_t(hh) * VK;
+    if (p.policy == emu::Policy::conventional_shared) {
+      load_out();
+      for (std::size_t i = tid; i < VK; i += kThreads) out[i] = Sout[i];
+    } else {
+      materialise(p.n[b]);
+      for (std::size_t i = tid; i < VK; i += kThreads) out[i] = Srec[i];
+    }
+  }
+};
+
+template <class C, bool kGdn>
+__global__ void __launch_bounds__(kThreads) decode_kernel(KParams p) {
+  extern __shared__ float smem[];
+  const std::size_t VK = std::size_t(p.V) * p.K;
+  HeadCtx<C, kGdn> c{p, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, VK};
+  c.hh = blockIdx.x;
+  c.b = c.hh / p.H;
+  c.h = c.hh % p.H;
+  c.tid = threadIdx.x;
+  c.lane = threadIdx.x % 32;
+  c.warp = threadIdx.x / 32;
+  c.Sout = smem;
+  c.Srec = smem + VK;
+  c.G = c.Srec + VK;
+  c.d = c.G + p.cap + 1;
+  c.coef = c.d + p.cap + 1;
+  c.total = c.coef + p.cap + 1;
+  if (p.op == Op::state)
+    c.state();
+  else if (p.policy == emu::Policy::conventional_shared)
+    c.conventional();
+  else
+    c.replay();
+}
+
+inline std::size_t smem_bytes(const KParams& p) {
+  return (2 * std::size_t(p.V) * p.K + 3 * std::size_t(p.cap + 1) + 1) * sizeof(float);
+}
+
+template <class C, bool kGdn>
+int launch_one(const KParams& p, cudaStream_t s) {
+  const std::size_t sm = smem_bytes(p);
+  cudaError_t e = cudaFuncSetAttribute(decode_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
+  if (e != cudaSuccess) return int(e);
+  decode_kernel<C, kGdn><<<unsigned(p.B * p.H), kThreads, sm, s>>>(p);
+  return int(cudaGetLastError());
+}
+
+template <bool kGdn>
+int launch_any(formats::FormatId f, const KParams& p, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  using formats::FormatId;
+  using formats::StateCodec;
+  switch (f) {
+    case FormatId::fp32: return launch_one<StateCodec<FormatId::fp32>, kGdn>(p, s);
+    case FormatId::bf16: return launch_one<StateCodec<FormatId::bf16>, kGdn>(p, s);
+    case FormatId::fp16: return launch_one<StateCodec<FormatId::fp16>, kGdn>(p, s);
+    case FormatId::fp8_e4m3: return launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn>(p, s);
+    case FormatId::fp8_e5m2: return launch_one<StateCodec<FormatId::fp8_e5m2>, kGdn>(p, s);
+    case FormatId::int8: return launch_one<StateCodec<FormatId::int8>, kGdn>(p, s);
+    case FormatId::nvfp4: return launch_one<StateCodec<FormatId::nvfp4>, kGdn>(p, s);
+    case FormatId::mxfp8: return launch_one<StateCodec<FormatId::mxfp8>, kGdn>(p, s);
+    case FormatId::mxfp4: return launch_one<StateCodec<FormatId::mxfp4>, kGdn>(p, s);
+  }
+  return int(cudaErrorInvalidValue);
+}
+
+}  // namespace replayssm::kern

@@ -1,0 +1,6 @@
+// GDN decode kernels (conventional / replay, step / verify, every format): instantiations of common/decode_kernel.cuh.
+#include "kernels/common/decode_kernel.cuh"
+
+namespace replayssm::kern {
+int launch_gdn(formats::FormatId f, const KParams& p, void* stream) { return launch_any<true>(f, p, stream); }
+}  // namespace replayssm::kern

@@ -1,0 +1,249 @@
+// `replayssm validate`: every decode kernel x mode against the FP64 reference (and, for CUDA, the emulation) on
+// fresh random inputs, awkward cases and an optional activation dump. Exit 1 on any failure, 3 without a GPU for
+// --backend cuda.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/errors.h"
+#include "core/h5.h"
+#include "emulation/decode_api.h"
+#include "emulation/tolerances.h"
+#include "emulation/validation.h"
+#if defined(REPLAYSSM_HAVE_CUDA)
+#include "kernels/cuda_backend.h"
+#endif
+
+namespace replayssm::cli {
+namespace {
+
+using namespace replayssm::emu;
+
+void add_options(po::options_description& d) {
+  d.add_options()("arch", po::value<std::string>()->default_value("all"), "gdn | mamba2 | all")(
+      "backend", po::value<std::string>()->default_value("emulated"), "cuda | emulated | all")(
+      "shapes", po::value<std::string>()->default_value("small"), "small | nemotron-h | qwen3.5 | all")(
+      "activations", po::value<std::string>(), "activation dump (HDF5) to run through every mode as well")(
+      "max-tokens", po::value<int>()->default_value(256), "tokens of each dump layer to use")(
+      "seed", po::value<unsigned long long>()->default_value(20240601ull), "seed of the random cases")(
+      "verbose,v", po::bool_switch(), "print every case, not only the per-mode summary and failures");
+}
+
+std::unique_ptr<DecodeBackend> cuda_backend(std::string* why) {
+#if defined(REPLAYSSM_HAVE_CUDA)
+  return kern::make_cuda_backend(why);
+#else
+  *why = "no CUDA device: this build has no CUDA kernels (configure with -DREPLAYSSM_CUDA=ON)";
+  return nullptr;
+#endif
+}
+
+// A dump layer in the recurrence-facing FP32 form (see decode_api.h), one sequence.
+std::vector<std::pair<Shape, TokenData>> load_activations(const std::string& path) {
+  h5::File f = h5::File::open_read(path);
+  if (!f.has_attr("/", "arch")) f.fail("/ (attr arch)", "missing root attribute 'arch'");
+  const std::string arch = f.attr_string("/", "arch");
+  if (arch != "gdn" && arch != "mamba2") f.fail("/ (attr arch)", "expected 'gdn' or 'mamba2', got '" + arch + "'");
+  std::vector<std::pair<Shape, TokenData>> out;
+  if (!f.exists("/layers")) f.fail("/layers", "missing group");
+  for (const std::string& li : f.list("/layers")) {
+    const std::string p = "/layers/" + li + "/";
+    Shape s;
+    s.name = "acts layer " + li;
+    TokenData td;
+    td.B = 1;
+    if (arch == "gdn") {
+      s.arch = Arch::gdn;
+      auto q = f.read_f64(p + "q"), k = f.read_f64(p + "k"), v = f.read_f64(p + "v"), g = f.read_f64(p + "g"),
+           beta = f.read_f64(p + "beta");
+      h5::require_shape(f, p + "q", q.shape, {0, 0, 0});
+      const std::size_t T = q.dim(0), Hk = q.dim(1), K = q.dim(2);
+      h5::require_shape(f, p + "k", k.shape, {T, Hk, K});
+      h5::require_shape(f, p + "v", v.shape, {T, 0, 0});
+      const std::size_t Hv = v.dim(1), V = v.dim(2);
+      h5::require_shape(f, p + "g", g.shape, {T, Hv});
+      h5::require_shape(f, p + "beta", beta.shape, {T, Hv});
+      if (Hv % Hk != 0) f.fail(p + "v", "value heads must be a multiple of key heads");
+      if (K % 4 != 0) f.fail(p + "q", "K must be a multiple of 4");
+      const double scale = f.has_attr("/", "scale") ? f.attr_double("/", "scale") : 1.0 / std::sqrt(double(K));
+      s.dims = Dims{1, int(Hk), int(Hv), int(K), int(V)};
+      td.T = int(T);
+      for (double x : g.data) td.a.push_back(float(std::exp(x)));
+      for (double x : beta.data) td.beta.push_back(float(x));
+      for (double x : v.data) td.v.push_back(float(x));
+      for (double x : k.data) td.k.push_back(float(x));
+      for (double x : q.data) td.q.push_back(float(scale * x));
+    } else {
+      s.arch = Arch::mamba2;
+      auto x = f.read_f64(p + "x"), B = f.read_f64(p + "B"), C = f.read_f64(p + "C"), dt = f.read_f64(p + "dt"),
+           A = f.read_f64(p + "A");
+      h5::require_shape(f, p + "x", x.shape, {0, 0, 0});
+      const std::size_t T = x.dim(0), H = x.dim(1), P = x.dim(2);
+      h5::require_shape(f, p + "B", B.shape, {T, 0, 0});
+      const std::size_t G = B.dim(1), N = B.dim(2);
+      h5::require_shape(f, p + "C", C.shape, {T, G, N});
+      h5::require_shape(f, p + "dt", dt.shape, {T, H});
+      h5::require_shape(f, p + "A", A.shape, {H});
+      if (H % G != 0) f.fail(p + "x", "heads must be a multiple of groups");
+      if (N % 4 != 0) f.fail(p + "B", "N must be a multiple of 4");
+      std::vector<double> D;
+      if (f.exists(p + "D")) {
+        auto Da = f.read_f64(p + "D");
+        h5::require_shape(f, p + "D", Da.shape, {H});
+        D = Da.data;
+      }
+      s.dims = Dims{1, int(G), int(H), int(N), int(P)};
+      td.T = int(T);
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t h = 0; h < H; ++h) {
+          const double d = dt.data[t * H + h];
+          td.a.push_back(float(std::exp(d * A.data[h])));
+          for (std::size_t pp = 0; pp < P; ++pp) {
+            const double xv = x.data[(t * H + h) * P + pp];
+            td.v.push_back(float(d * xv));
+            if (!D.empty()) td.skip.push_back(float(D[h] * xv));
+          }
+        }
+      for (double e : B.data) td.k.push_back(float(e));
+      for (double e : C.data) td.q.push_back(float(e));
+    }
+    out.emplace_back(s, std::move(td));
+  }
+  return out;
+}
+
+struct Summary {
+  CheckRow worst;
+  double worst_ratio = -1.0;
+  int n = 0, fails = 0;
+};
+
+double ratio(const CheckRow& r) {
+  const double a = std::max(r.out.rel_rms, r.state.rel_rms) / std::max(r.tol.rel_rms, 1e-300);
+  return r.pass ? a : 1e300;
+}
+
+void print_row(const CheckRow& r, const std::string& backend, int n, int fails) {
+  const Comparison& w = r.out.rel_rms >= r.state.rel_rms ? r.out : r.state;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-9s %-14s %-11s %-44s %-22s %-8s %10.3e %10.3e %10.3e  %s", backend.c_str(),
+                r.kernel.c_str(), r.shape.c_str(), r.mode.c_str(), r.case_name.c_str(), r.against.c_str(), w.max_abs,
+                std::max(r.out.rel_rms, r.state.rel_rms), r.tol.rel_rms, r.pass ? "PASS" : "FAIL");
+  std::cout << buf;
+  if (n > 1) std::cout << "  (" << n - fails << "/" << n << " cases)";
+  if (r.bits_identical >= 0) std::printf("  bits=%.6f", r.bits_identical), std::fflush(stdout);
+  if (!r.pass) std::cout << "\n      out: " << r.out.summary() << "\n      state: " << r.state.summary();
+  std::cout << "\n";
+}
+
+int run(const po::variables_map& vm) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string arch_s = vm["arch"].as<std::string>(), backend_s = vm["backend"].as<std::string>(),
+                    shapes_s = vm["shapes"].as<std::string>();
+  const bool verbose = vm["verbose"].as<bool>();
+  std::vector<Arch> archs;
+  if (arch_s == "gdn" || arch_s == "all") archs.push_back(Arch::gdn);
+  if (arch_s == "mamba2" || arch_s == "all") archs.push_back(Arch::mamba2);
+  if (archs.empty()) throw UserError("--arch: unknown arch '" + arch_s + "' (expected gdn, mamba2 or all)");
+  if (backend_s != "cuda" && backend_s != "emulated" && backend_s != "all")
+    throw UserError("--backend: unknown backend '" + backend_s + "' (expected cuda, emulated or all)");
+  try {
+    (void)shapes_for(shapes_s, Arch::gdn);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(std::string("--shapes: ") + e.what());
+  }
+
+  std::unique_ptr<DecodeBackend> emu = make_emulated_backend(), cuda;
+  if (backend_s != "emulated") {
+    std::string why;
+    cuda = cuda_backend(&why);
+    if (!cuda) {
+      if (backend_s == "cuda") throw UserError(why, kExitNoDevice);
+      std::cout << why << "; --backend all falls back to emulated only\n";
+    } else {
+      std::cout << "cuda device: " << cuda->device() << "\n";
+    }
+  }
+  const bool run_emu_rows = backend_s != "cuda";
+
+  std::vector<std::tuple<Shape, std::vector<Case>, std::vector<CaseInputs>>> work;
+  const std::uint64_t seed = vm["seed"].as<unsigned long long>();
+  const int L = 16, D = 8;
+  for (Arch a : archs)
+    for (const Shape& s : shapes_for(shapes_s, a)) {
+      const bool small = s.name == "small";
+      std::vector<Case> cs = cases_for(L, D, small, small ? 300 : 40);
+      std::vector<CaseInputs> ins;
+      for (std::size_t i = 0; i < cs.size(); ++i) ins.push_back(make_inputs(s, cs[i], seed + 7919 * i));
+      work.emplace_back(s, cs, std::move(ins));
+    }
+  if (vm.count("activations")) {
+    const std::string path = vm["activations"].as<std::string>();
+    const int max_tokens = vm["max-tokens"].as<int>();
+    for (auto& [s, td] : load_activations(path)) {
+      if (std::find(archs.begin(), archs.end(), s.arch) == archs.end()) continue;
+      Case c{s.name, {}, -1.0, -0.01, true};
+      CaseInputs in = inputs_from_tokens(s, td, max_tokens);
+      c.ops = in.op_list;
+      // the effective memory of a real layer: from its largest decay
+      double amax = 0.0;
+      for (float x : td.a) amax = std::max(amax, double(x));
+      c.g_hi = std::log(std::max(amax, 1e-30));
+      work.emplace_back(s, std::vector<Case>{c}, std::vector<CaseInputs>{std::move(in)});
+    }
+  }
+
+  std::printf("%-9s %-14s %-11s %-44s %-22s %-8s %10s %10s %10s  %s\n", "backend", "kernel", "shape", "mode", "case",
+              "against", "max-abs", "rel-RMS", "tolerance", "result");
+  int total = 0, failed = 0;
+  for (auto& [s, cs, ins] : work) {
+    std::vector<CaseOutputs> refs;
+    for (const CaseInputs& in : ins) refs.push_back(run_reference(in));
+    for (const Mode& m : modes_for(s.arch, s.name != "small")) {  // real shapes: main formats (time)
+      // key: backend|against|kernel
+      std::map<std::string, Summary> sums;
+      auto record = [&](const std::string& backend, const CheckRow& r) {
+        Summary& sm = sums[backend + "|" + r.against + "|" + r.kernel];
+        ++sm.n;
+        ++total;
+        if (!r.pass) ++sm.fails, ++failed;
+        if (verbose || !r.pass) print_row(r, backend, 1, r.pass ? 0 : 1);
+        const double rr = ratio(r);
+        if (rr > sm.worst_ratio) sm.worst_ratio = rr, sm.worst = r;
+      };
+      for (std::size_t i = 0; i < cs.size(); ++i) {
+        const CaseOutputs e = run_backend(*emu, m, ins[i]);
+        if (run_emu_rows) record("emulated", check_vs_reference(m, cs[i], ins[i], refs[i], e));
+        if (cuda) {
+          const CaseOutputs g = run_backend(*cuda, m, ins[i]);
+          record("cuda", check_vs_reference(m, cs[i], ins[i], refs[i], g));
+          record("cuda", check_vs_emulation(m, cs[i], ins[i], e, g));
+        }
+      }
+      for (auto& [key, sm] : sums) {
+        CheckRow r = sm.worst;
+        r.pass = sm.fails == 0;
+        r.case_name = "worst: " + r.case_name;
+        print_row(r, key.substr(0, key.find('|')), sm.n, sm.fails);
+      }
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("validate: %d checks, %d failed (%.1f s)\n", total, failed, secs);
+  return failed ? kExitValidationFailed : kExitOk;
+}
+
+const Registrar reg{{"validate", "check every decode kernel x mode against the FP64 reference and the emulation",
+                     add_options, run,
+                     "replayssm validate --arch all --backend all --shapes small", ""}};
+
+}  // namespace
+}  // namespace replayssm::cli

@@ -1,0 +1,75 @@
+#include "emulation/decode_api.h"
+
+#include <stdexcept>
+
+namespace replayssm::emu {
+
+const char* arch_name(Arch a) { return a == Arch::gdn ? "gdn" : "mamba2"; }
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::conventional_shared: return "conventional_shared";
+    case Policy::replay_shared: return "replay_shared";
+    case Policy::replay_split: return "replay_split";
+  }
+  return "?";
+}
+const char* usource_name(USource u) {
+  switch (u) {
+    case USource::hp: return "hp";
+    case USource::lp: return "lp";
+    case USource::recompute: return "recompute";
+  }
+  return "?";
+}
+Arch parse_arch(const std::string& s) {
+  if (s == "gdn") return Arch::gdn;
+  if (s == "mamba2") return Arch::mamba2;
+  throw std::invalid_argument("unknown arch '" + s + "' (expected gdn or mamba2)");
+}
+Policy parse_policy(const std::string& s) {
+  for (Policy p : {Policy::conventional_shared, Policy::replay_shared, Policy::replay_split})
+    if (s == policy_name(p)) return p;
+  throw std::invalid_argument("unknown policy '" + s + "' (expected conventional_shared, replay_shared or replay_split)");
+}
+USource parse_usource(const std::string& s) {
+  for (USource u : {USource::hp, USource::lp, USource::recompute})
+    if (s == usource_name(u)) return u;
+  throw std::invalid_argument("unknown u-source '" + s + "' (expected hp, lp or recompute)");
+}
+
+std::string Mode::name() const {
+  std::string s = std::string(policy_name(policy)) + "/" + formats::format_name(format) + "/" +
+                  formats::scaling_name(scaling) + "/" + formats::rounding_name(rounding);
+  if (arch == Arch::gdn && split()) s += std::string("/u=") + usource_name(usource);
+  return s;
+}
+
+void check_mode(const Mode& m, const Dims& d) {
+  formats::check_combination(m.format, m.scaling, m.rounding);
+  if (m.L < 1) throw std::invalid_argument("L must be >= 1");
+  if (m.max_drafts < 1) throw std::invalid_argument("max_drafts must be >= 1");
+  if (d.B < 1 || d.G < 1 || d.H < 1 || d.H % d.G != 0)
+    throw std::invalid_argument("dims: need B, G, H >= 1 and H a multiple of G");
+  if (d.K < 4 || d.K % 4 != 0) throw std::invalid_argument("dims: K must be a positive multiple of 4");
+  if (d.V < 1) throw std::invalid_argument("dims: V must be >= 1");
+}
+
+StoreLayout store_layout(const Mode& m, int V, int K) {
+  return formats::dispatch_format(m.format, [&](auto codec) {
+    using C = decltype(codec);
+    return StoreLayout{C::code_bytes(V, K), C::scale_bytes(V, K, m.scaling)};
+  });
+}
+
+void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
+                 std::uint8_t* codes, std::uint8_t* scales) {
+  const formats::CodecParams p{m.scaling, m.rounding, m.seed, head, step};
+  formats::dispatch_format(m.format, [&](auto codec) { decltype(codec)::encode_state(x, V, K, p, codes, scales); });
+}
+
+void decode_head(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out) {
+  const formats::CodecParams p{m.scaling, m.rounding, m.seed, 0, 0};
+  formats::dispatch_format(m.format, [&](auto codec) { decltype(codec)::decode_state(codes, scales, V, K, p, out); });
+}
+
+}  // namespace replayssm::emu

@@ -1,0 +1,123 @@
+#pragma once
+// The backend seam of the decode kernels. Core code (validate, sweeps, tests) talks to a DecodeBackend; the
+// emulated backend (src/emulation, plain C++) and the CUDA backend (kernels/, built only with CUDA) implement it
+// with the same algorithms and the same per-element formulas (src/emulation/decode_math.h), so they agree to
+// the last bit wherever their dot-product trees agree (they are designed to; see kernels/README.md).
+//
+// Inputs arrive in the recurrence-facing ("head token") form, FP32, prepared on the host by prepare_*():
+//   a    [B][T][H]        decay (GDN alpha = exp(g); Mamba-2 exp(dt A))
+//   beta [B][T][H]        GDN write strength (Mamba-2: unused, may be null)
+//   v    [B][T][H][V]     GDN v; Mamba-2 dt x
+//   k    [B][T][G][K]     GDN k (key head); Mamba-2 B (group)      -- value head h reads group h / (H / G)
+//   q    [B][T][G][K]     GDN scale q; Mamba-2 C
+//   skip [B][T][H][V]     added to the output (Mamba-2 D x), or null
+// State layout per head: [V][K] row-major (S maps a key to a value, o = S q), heads [B][H].
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/format_id.h"
+#include "formats/state_codec.h"
+
+namespace replayssm::emu {
+
+enum class Arch : std::uint8_t { gdn, mamba2 };
+enum class Policy : std::uint8_t { conventional_shared, replay_shared, replay_split };
+enum class USource : std::uint8_t { hp, lp, recompute };  // GDN under replay_split: which copy forms u
+
+const char* arch_name(Arch a);
+const char* policy_name(Policy p);
+const char* usource_name(USource u);
+Arch parse_arch(const std::string& s);
+Policy parse_policy(const std::string& s);
+USource parse_usource(const std::string& s);
+
+struct Dims {
+  int B = 1;  // sequences
+  int G = 1;  // key heads (GDN Hk) / groups (Mamba-2 G)
+  int H = 1;  // value heads (GDN Hv) / heads (Mamba-2 H)
+  int K = 0;  // key dim (Mamba-2 N); multiple of 4 (and of the format's block)
+  int V = 0;  // value dim (Mamba-2 P)
+  std::size_t heads() const { return std::size_t(B) * std::size_t(H); }
+  std::size_t state_elems() const { return heads() * std::size_t(V) * std::size_t(K); }
+};
+
+struct Mode {
+  Arch arch = Arch::gdn;
+  Policy policy = Policy::conventional_shared;
+  USource usource = USource::hp;  // only read for GDN + replay_split
+  formats::FormatId format = formats::FormatId::fp32;
+  formats::Scaling scaling = formats::Scaling::none;
+  formats::Rounding rounding = formats::Rounding::rne;
+  std::uint64_t seed = 0;
+  int L = 16;          // flush period
+  int max_drafts = 8;  // largest verify T; the buffer holds L - 1 + max_drafts records
+  int capacity() const { return L - 1 + max_drafts; }
+  bool split() const { return policy == Policy::replay_split; }
+  bool replay() const { return policy != Policy::conventional_shared; }
+  bool recompute() const { return arch == Arch::gdn && split() && usource == USource::recompute; }
+  std::string name() const;  // "replay_split/fp8_e4m3/row/rne/u=hp"
+};
+
+// Throws std::invalid_argument on a bad combination (format x scaling x rounding, L, drafts, dims).
+void check_mode(const Mode& m, const Dims& d);
+
+struct TokenBatch {
+  int T = 1;
+  const float* a = nullptr;
+  const float* beta = nullptr;
+  const float* v = nullptr;
+  const float* k = nullptr;
+  const float* q = nullptr;
+  const float* skip = nullptr;
+};
+
+// Owned storage of a TokenBatch.
+struct TokenData {
+  int B = 0, T = 0;
+  std::vector<float> a, beta, v, k, q, skip;
+  TokenBatch view() const {
+    return TokenBatch{T, a.data(), beta.empty() ? nullptr : beta.data(), v.data(), k.data(), q.data(),
+                      skip.empty() ? nullptr : skip.data()};
+  }
+};
+
+class DecodeBackend {
+ public:
+  virtual ~DecodeBackend() = default;
+  virtual std::string name() const = 0;    // "emulated" or "cuda"
+  virtual std::string device() const = 0;  // "cpu (emulated)" or the GPU's name
+  // (Re)starts every sequence from S0 ([B][H][V][K], FP32; null = zero), quantised into the policy's stores.
+  virtual void init(const Dims& d, const Mode& m, const float* S0) = 0;
+  // One standard decode step (T = 1) for every sequence; o [B][H][V].
+  virtual void step(const TokenBatch& in, float* o) = 0;
+  // Chain speculative verify of in.T drafts; o [B][T][H][V]. Nothing is committed until accept().
+  virtual void verify(const TokenBatch& in, float* o) = 0;
+  // accepted[b] in 0..T drafts of the last verify are kept.
+  virtual void accept(const int* accepted) = 0;
+  // The current state of every head, FP32 [B][H][V][K] (replay: the checkpoint (HP under split) + window).
+  virtual void state(float* S) = 0;
+  // The stored F copy (conventional: the state; replay-shared: the checkpoint; split: the LP copy): packed codes
+  // and scales of every head, concatenated [B][H] in the codec's layout. For bit-identity checks.
+  virtual void stored(std::vector<std::uint8_t>& codes, std::vector<std::uint8_t>& scales) = 0;
+  // Flushes done so far (all heads count as one per sequence), for the bit-identity statistics.
+  virtual long flushes() const = 0;
+};
+
+std::unique_ptr<DecodeBackend> make_emulated_backend();
+
+// SR step index used when init() quantises S0 (token steps use the sequence's token index).
+inline constexpr std::uint32_t kInitStep = 0xFFFFFFFFu;
+
+// Bytes of one head's F store (codes, scales) for a mode.
+struct StoreLayout {
+  std::size_t code_bytes = 0, scale_bytes = 0;
+};
+StoreLayout store_layout(const Mode& m, int V, int K);
+// Host encode / decode of one head state through the shared codecs (formats::StateCodec).
+void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
+                 std::uint8_t* codes, std::uint8_t* scales);
+void decode_head(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out);
+
+}  // namespace replayssm::emu

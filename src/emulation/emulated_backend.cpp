@@ -1,0 +1,327 @@
+// The CPU emulation of the decode kernels: the same algorithms, stores and per-element formulas
+// (decode_math.h) as kernels/, one head at a time, FP32 throughout. See decode_math.h for the accumulation order.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "emulation/decode_api.h"
+#include "emulation/decode_math.h"
+
+namespace replayssm::emu {
+namespace {
+
+class EmulatedBackend final : public DecodeBackend {
+ public:
+  std::string name() const override { return "emulated"; }
+  std::string device() const override { return "cpu (emulated)"; }
+
+  void init(const Dims& d, const Mode& m, const float* S0) override {
+    check_mode(m, d);
+    d_ = d;
+    m_ = m;
+    lay_ = store_layout(m, d.V, d.K);
+    const std::size_t nh = d.heads(), VK = std::size_t(d.V) * d.K, cap = std::size_t(m.capacity());
+    codes_.assign(nh * lay_.code_bytes, 0);
+    scales_.assign(nh * lay_.scale_bytes, 0);
+    hp_.assign(m.split() ? nh * VK : 0, 0.0f);
+    snap_codes_.assign(m.replay() ? 0 : nh * m.max_drafts * lay_.code_bytes, 0);
+    snap_scales_.assign(m.replay() ? 0 : nh * m.max_drafts * lay_.scale_bytes, 0);
+    ra_.assign(m.replay() ? nh * cap : 0, 0.0f);
+    rbeta_.assign(m.replay() ? nh * cap : 0, 0.0f);
+    rk_.assign(m.replay() ? nh * cap * d.K : 0, 0.0f);
+    rw_.assign(m.replay() ? nh * cap * d.V : 0, 0.0f);
+    rv_.assign(m.recompute() ? nh * cap * d.V : 0, 0.0f);
+    n_.assign(std::size_t(d.B), 0);
+    tok_.assign(std::size_t(d.B), 0);
+    pendingT_ = 0;
+    flushes_ = 0;
+    std::vector<float> zero;
+    if (!S0) zero.assign(VK, 0.0f);
+    for (std::size_t hh = 0; hh < nh; ++hh) {
+      const float* s = S0 ? S0 + hh * VK : zero.data();
+      encode_head(m_, s, d.V, d.K, uint32_t(hh), kInitStep, codes(hh), scales(hh));
+      if (m.split()) std::copy(s, s + VK, hp(hh));
+    }
+  }
+
+  void step(const TokenBatch& in, float* o) override {
+    require_ready("step", in, 1);
+    for (int b = 0; b < d_.B; ++b) {
+      const int need_early = m_.replay() && n_[b] + 1 > m_.capacity();
+      bool flushed = false;
+      for (int h = 0; h < d_.H; ++h) {
+        const std::size_t hh = std::size_t(b) * d_.H + h;
+        const Tok t = token(in, b, 0, h);
+        float* oh = o + hh * d_.V;
+        if (!m_.replay()) {
+          conv_chain(hh, &t, 1, oh, uint32_t(tok_[b]), /*snapshots=*/false);
+        } else {
+          if (need_early) flush_window(hh, n_[b], uint32_t(tok_[b]), nullptr, nullptr);
+          const int n = need_early ? 0 : n_[b];
+          append(hh, n, t);
+          const int m = n + 1;
+          if (m >= m_.L) {
+            flush_window(hh, m, uint32_t(tok_[b]), &t, oh);
+            flushed = true;
+          } else {
+            replay_output(hh, m, t, oh);
+          }
+        }
+      }
+      if (m_.replay()) {
+        if (need_early) n_[b] = 0, ++flushes_;
+        n_[b] = flushed ? 0 : n_[b] + 1;
+        if (flushed) ++flushes_;
+      }
+      ++tok_[b];
+    }
+  }
+
+  void verify(const TokenBatch& in, float* o) override {
+    require_ready("verify", in, in.T);
+    if (in.T > m_.max_drafts) throw std::invalid_argument("verify: T exceeds max_drafts");
+    const int T = in.T;
+    for (int b = 0; b < d_.B; ++b) {
+      const bool early = m_.replay() && n_[b] + T > m_.capacity();
+      for (int h = 0; h < d_.H; ++h) {
+        const std::size_t hh = std::size_t(b) * d_.H + h;
+        std::vector<Tok> toks(static_cast<std::size_t>(T));
+        for (int i = 0; i < T; ++i) toks[std::size_t(i)] = token(in, b, i, h);
+        if (!m_.replay()) {
+          // o [B][T][H][V]
+          std::vector<float> ob(std::size_t(T) * d_.V);
+          conv_chain(hh, toks.data(), T, ob.data(), uint32_t(tok_[b]), /*snapshots=*/true);
+          for (int i = 0; i < T; ++i)
+            std::copy(ob.begin() + std::ptrdiff_t(i) * d_.V, ob.begin() + std::ptrdiff_t(i + 1) * d_.V,
+                      o + ((std::size_t(b) * T + i) * d_.H + h) * d_.V);
+        } else {
+          if (early) flush_window(hh, n_[b], uint32_t(tok_[b]), nullptr, nullptr);
+          const int n = early ? 0 : n_[b];
+          for (int i = 0; i < T; ++i) {
+            append(hh, n + i, toks[std::size_t(i)]);
+            replay_output(hh, n + i + 1, toks[std::size_t(i)], o + ((std::size_t(b) * T + i) * d_.H + h) * d_.V);
+          }
+        }
+      }
+      if (early) n_[b] = 0, ++flushes_;
+    }
+    pendingT_ = T;
+  }
+
+  void accept(const int* accepted) override {
+    if (pendingT_ == 0) throw std::logic_error("accept: no verify pending");
+    for (int b = 0; b < d_.B; ++b) {
+      const int a = accepted[b];
+      if (a < 0 || a > pendingT_) throw std::invalid_argument("accept: accepted length out of range");
+      if (!m_.replay()) {
+        if (a > 0)
+          for (int h = 0; h < d_.H; ++h) {
+            const std::size_t hh = std::size_t(b) * d_.H + h;
+            std::memcpy(codes(hh), snap_codes_.data() + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.code_bytes,
+                        lay_.code_bytes);
+            std::memcpy(scales(hh), snap_scales_.data() + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.scale_bytes,
+                        lay_.scale_bytes);
+          }
+      } else {
+        n_[b] += a;
+      }
+      tok_[b] += a;
+    }
+    pendingT_ = 0;
+  }
+
+  void state(float* S) override {
+    const std::size_t VK = std::size_t(d_.V) * d_.K;
+    for (int b = 0; b < d_.B; ++b)
+      for (int h = 0; h < d_.H; ++h) {
+        const std::size_t hh = std::size_t(b) * d_.H + h;
+        float* out = S + hh * VK;
+        if (!m_.replay()) {
+          decode_head(m_, codes(hh), scales(hh), d_.V, d_.K, out);
+        } else {
+          // What a flush now would write (on copies of the buffer: recompute must not change later outputs).
+          const std::size_t cap = std::size_t(m_.capacity());
+          std::vector<float> w_save(rw_.begin() + std::ptrdiff_t(hh * cap * d_.V),
+                                    rw_.begin() + std::ptrdiff_t((hh + 1) * cap * d_.V));
+          materialise(hh, n_[b], out);
+          std::copy(w_save.begin(), w_save.end(), rw_.begin() + std::ptrdiff_t(hh * cap * d_.V));
+        }
+      }
+  }
+
+  void stored(std::vector<std::uint8_t>& c, std::vector<std::uint8_t>& s) override {
+    c = codes_;
+    s = scales_;
+  }
+  long flushes() const override { return flushes_; }
+
+ private:
+  struct Tok {
+    float a, beta;
+    const float *v, *k, *q, *skip;
+  };
+
+  void require_ready(const char* what, const TokenBatch& in, int T) const {
+    if (codes_.empty() && lay_.code_bytes == 0) throw std::logic_error(std::string(what) + ": init() first");
+    if (pendingT_ != 0) throw std::logic_error(std::string(what) + ": accept() the pending verify first");
+    if (in.T != T || T < 1) throw std::invalid_argument(std::string(what) + ": bad T");
+    if (m_.arch == Arch::gdn && !in.beta) throw std::invalid_argument(std::string(what) + ": GDN needs beta");
+  }
+
+  Tok token(const TokenBatch& in, int b, int t, int h) const {
+    const std::size_t bt = std::size_t(b) * in.T + t;
+    const int g = h / (d_.H / d_.G);
+    Tok tk;
+    tk.a = in.a[bt * d_.H + h];
+    tk.beta = in.beta ? in.beta[bt * d_.H + h] : 1.0f;
+    tk.v = in.v + (bt * d_.H + h) * d_.V;
+    tk.k = in.k + (bt * d_.G + g) * d_.K;
+    tk.q = in.q + (bt * d_.G + g) * d_.K;
+    tk.skip = in.skip ? in.skip + (bt * d_.H + h) * d_.V : nullptr;
+    return tk;
+  }
+
+  std::uint8_t* codes(std::size_t hh) { return codes_.data() + hh * lay_.code_bytes; }
+  std::uint8_t* scales(std::size_t hh) { return scales_.data() + hh * lay_.scale_bytes; }
+  float* hp(std::size_t hh) { return hp_.data() + hh * std::size_t(d_.V) * d_.K; }
+  std::size_t cap() const { return std::size_t(m_.capacity()); }
+  float* rec_a(std::size_t hh) { return ra_.data() + hh * cap(); }
+  float* rec_beta(std::size_t hh) { return rbeta_.data() + hh * cap(); }
+  float* rec_k(std::size_t hh) { return rk_.data() + hh * cap() * d_.K; }
+  float* rec_w(std::size_t hh) { return rw_.data() + hh * cap() * d_.V; }
+  float* rec_v(std::size_t hh) { return rv_.data() + hh * cap() * d_.V; }
+
+  // The checkpoint that serves outputs: the F store (shared) or the LP copy (split), decoded.
+  void out_ckpt(std::size_t hh, float* S) { decode_head(m_, codes(hh), scales(hh), d_.V, d_.K, S); }
+  // The checkpoint that carries the recurrence: HP under split, the F store otherwise.
+  void rec_ckpt(std::size_t hh, float* S) {
+    if (m_.split())
+      std::copy(hp(hh), hp(hh) + std::size_t(d_.V) * d_.K, S);
+    else
+      out_ckpt(hh, S);
+  }
+
+  // Conventional: T tokens from the stored state, FP32 in between; each step's state is quantised into the
+  // store (step) or snapshot i (verify). o is [T][V].
+  void conv_chain(std::size_t hh, const Tok* toks, int T, float* o, std::uint32_t tok0, bool snapshots) {
+    const int V = d_.V, K = d_.K;
+    std::vector<float> S(std::size_t(V) * K);
+    decode_head(m_, codes(hh), scales(hh), V, K, S.data());
+    for (int i = 0; i < T; ++i) {
+      const Tok& t = toks[i];
+      for (int r = 0; r < V; ++r) {
+        float* row = S.data() + std::size_t(r) * K;
+        for (int c = 0; c < K; ++c) row[c] = conv_decay(t.a, row[c]);
+        const float w = m_.arch == Arch::gdn ? gdn_u(t.beta, t.v[r], canonical_dot(row, t.k, K)) : t.v[r];
+        for (int c = 0; c < K; ++c) row[c] = conv_update(w, t.k[c], row[c]);
+        o[std::size_t(i) * V + r] = add_skip(canonical_dot(row, t.q, K), t.skip, r);
+      }
+      if (snapshots) {
+        const std::size_t slot = hh * m_.max_drafts + std::size_t(i);
+        encode_head(m_, S.data(), V, K, uint32_t(hh), tok0 + uint32_t(i), snap_codes_.data() + slot * lay_.code_bytes,
+                    snap_scales_.data() + slot * lay_.scale_bytes);
+      } else {
+        encode_head(m_, S.data(), V, K, uint32_t(hh), tok0 + uint32_t(i), codes(hh), scales(hh));
+      }
+    }
+  }
+
+  // GDN: w_i (= u_i) of record i from checkpoint S (rows [V][K]) and records 0..i-1; writes rec_w row i.
+  void gdn_record_u(std::size_t hh, const float* S, int i, float beta, const float* v) {
+    const int V = d_.V, K = d_.K;
+    const float* a = rec_a(hh);
+    const float* rk = rec_k(hh);
+    float* rw = rec_w(hh);
+    const float* k = rk + std::size_t(i) * K;
+    const std::size_t ni = static_cast<std::size_t>(i) + 1;
+    std::vector<float> G(ni), d(ni), coef(ni);
+    const float total = window_gammas(a, i + 1, G.data());
+    for (int j = 0; j < i; ++j) d[std::size_t(j)] = canonical_dot(rk + std::size_t(j) * K, k, K);
+    window_coefs(G.data(), d.data(), i, coef.data());
+    for (int r = 0; r < V; ++r) {
+      const float sck = canonical_dot(S + std::size_t(r) * K, k, K);
+      const float ask = window_sum(total, sck, coef.data(), rw, V, r, i);
+      rw[std::size_t(i) * V + r] = gdn_u(beta, v[r], ask);
+    }
+  }
+
+  // Appends token t as record i (0-based) of head hh's window.
+  void append(std::size_t hh, int i, const Tok& t) {
+    const int V = d_.V, K = d_.K;
+    rec_a(hh)[i] = t.a;
+    rec_beta(hh)[i] = t.beta;
+    std::copy(t.k, t.k + K, rec_k(hh) + std::size_t(i) * K);
+    if (m_.recompute()) std::copy(t.v, t.v + V, rec_v(hh) + std::size_t(i) * V);
+    if (m_.arch == Arch::mamba2) {
+      std::copy(t.v, t.v + V, rec_w(hh) + std::size_t(i) * V);
+      return;
+    }
+    std::vector<float> S(std::size_t(V) * K);
+    // u source: shared -> the F checkpoint; split -> HP (u=hp) or the LP copy (u=lp, and u=recompute between flushes)
+    if (m_.split() && m_.usource == USource::hp)
+      std::copy(hp(hh), hp(hh) + S.size(), S.data());
+    else
+      out_ckpt(hh, S.data());
+    gdn_record_u(hh, S.data(), i, t.beta, t.v);
+  }
+
+  // Non-flush output over the first m records, from the output checkpoint.
+  void replay_output(std::size_t hh, int m, const Tok& t, float* o) {
+    const int V = d_.V, K = d_.K;
+    const std::size_t mm = static_cast<std::size_t>(m);
+    std::vector<float> S(static_cast<std::size_t>(V) * K), G(mm), d(mm), coef(mm);
+    out_ckpt(hh, S.data());
+    const float total = window_gammas(rec_a(hh), m, G.data());
+    for (int j = 0; j < m; ++j) d[std::size_t(j)] = canonical_dot(rec_k(hh) + std::size_t(j) * K, t.q, K);
+    window_coefs(G.data(), d.data(), m, coef.data());
+    for (int r = 0; r < V; ++r)
+      o[r] = add_skip(window_sum(total, canonical_dot(S.data() + std::size_t(r) * K, t.q, K), coef.data(), rec_w(hh), V,
+                                 r, m),
+                      t.skip, r);
+  }
+
+  // S_{c+m} from the recurrence checkpoint and the first m records (recompute: u's re-derived from HP first).
+  void materialise(std::size_t hh, int m, float* out) {
+    const int V = d_.V, K = d_.K;
+    std::vector<float> S(std::size_t(V) * K), G(std::size_t(m) + 1), rowcoef(std::size_t(m) + 1);
+    rec_ckpt(hh, S.data());
+    if (m_.recompute())
+      for (int i = 0; i < m; ++i) gdn_record_u(hh, S.data(), i, rec_beta(hh)[i], rec_v(hh) + std::size_t(i) * V);
+    const float total = window_gammas(rec_a(hh), m, G.data());
+    const float* rw = rec_w(hh);
+    const float* rk = rec_k(hh);
+    for (int r = 0; r < V; ++r) {
+      for (int j = 0; j < m; ++j) rowcoef[std::size_t(j)] = REPLAYSSM_MUL(G[std::size_t(j)], rw[std::size_t(j) * V + r]);
+      for (int c = 0; c < K; ++c)
+        out[std::size_t(r) * K + c] =
+            window_state_elem(total, S[std::size_t(r) * K + c], rowcoef.data(), rk + c, K, m);
+    }
+  }
+
+  // Flush: materialise the window of m records, write the checkpoint (HP + LP under split); with a token, also
+  // its output from the new state.
+  void flush_window(std::size_t hh, int m, std::uint32_t tok, const Tok* t, float* o) {
+    const int V = d_.V, K = d_.K;
+    std::vector<float> S(std::size_t(V) * K);
+    materialise(hh, m, S.data());
+    if (t)
+      for (int r = 0; r < V; ++r) o[r] = add_skip(canonical_dot(S.data() + std::size_t(r) * K, t->q, K), t->skip, r);
+    if (m_.split()) std::copy(S.begin(), S.end(), hp(hh));
+    encode_head(m_, S.data(), V, K, uint32_t(hh), tok, codes(hh), scales(hh));
+  }
+
+  Dims d_;
+  Mode m_;
+  StoreLayout lay_;
+  std::vector<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
+  std::vector<float> hp_, ra_, rbeta_, rk_, rw_, rv_;
+  std::vector<int> n_, tok_;
+  int pendingT_ = 0;
+  long flushes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DecodeBackend> make_emulated_backend() { return std::make_unique<EmulatedBackend>(); }
+
+}  // namespace replayssm::emu
