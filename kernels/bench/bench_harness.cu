@@ -1,0 +1,654 @@
+// The CUDA timing harness of `replayssm bench` (see bench_harness.h). It times the kernels helper's decode
+// kernels through their launch interface (kernels/common/decode_kernel.h: launch_gdn / launch_mamba2 on device
+// pointers), so no adapter is needed: every launch below is the exact kernel the DecodeBackend runs.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "emulation/decode_api.h"
+#include "kernels/bench/bench_harness.h"
+#include "kernels/common/decode_kernel.h"
+
+namespace replayssm::kbench {
+namespace {
+
+using emu::Arch;
+using emu::Policy;
+using emu::USource;
+
+void ck(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw std::runtime_error("cuda: " + what + ": " + cudaGetErrorString(e));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Device helpers: fills (counter hash, no zeros), the copy kernel, a non-finite counter.
+
+__device__ inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+__global__ void fill_uniform(float* p, std::size_t n, float lo, float hi, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t r = mix64(seed ^ (i * 0x9e3779b97f4a7c15ull));
+    const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    p[i] = lo + (hi - lo) * u;
+  }
+}
+
+// 16-byte copy, four independent loads in flight per thread before the stores.
+__global__ void __launch_bounds__(256) copy_v4(const float4* __restrict__ src, float4* __restrict__ dst, std::size_t n4) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n4; i += 4 * stride) {
+    const float4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n4; i += stride) dst[i] = src[i];
+}
+
+__global__ void count_nonfinite(const float* p, std::size_t n, unsigned long long* out) {
+  unsigned long long c = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    if (!isfinite(p[i])) ++c;
+  if (c) atomicAdd(out, c);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Host helpers.
+
+struct Arena {  // one cudaMalloc per state/input set, carved into 256-byte aligned pieces
+  std::uint8_t* base = nullptr;
+  std::size_t size = 0, used = 0;
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  Arena(Arena&& o) noexcept : base(o.base), size(o.size), used(o.used) { o.base = nullptr; }
+  ~Arena() { cudaFree(base); }
+  static std::size_t round(std::size_t b) { return (b + 255) / 256 * 256; }
+  void alloc(std::size_t bytes, const std::string& what) {
+    size = bytes;
+    ck(cudaMalloc(&base, bytes), "cudaMalloc " + std::to_string(bytes) + " B (" + what + ")");
+  }
+  template <class T>
+  T* take(std::size_t count) {
+    if (count == 0) return nullptr;
+    T* p = reinterpret_cast<T*>(base + used);
+    used += round(count * sizeof(T));
+    if (used > size) throw std::logic_error("bench arena overflow");
+    return p;
+  }
+};
+
+struct Shape {
+  Arch arch;
+  emu::Dims d;
+};
+
+enum class Op { decode, verify };
+
+struct Case {
+  Shape s;
+  int L = 16;
+  Variant v;
+  Op op = Op::decode;
+  int T = 1;
+};
+
+struct SetPtrs {
+  std::uint8_t *codes = nullptr, *scales = nullptr, *snap_codes = nullptr, *snap_scales = nullptr;
+  float *hp = nullptr, *ra = nullptr, *rbeta = nullptr, *rk = nullptr, *rw = nullptr, *rv = nullptr;
+  float *a = nullptr, *beta = nullptr, *v = nullptr, *k = nullptr, *q = nullptr, *skip = nullptr, *o = nullptr;
+};
+
+emu::Mode mode_of(const Case& c, int max_drafts) {
+  emu::Mode m;
+  m.arch = c.s.arch;
+  m.policy = c.v.policy;
+  m.usource = c.v.usource;
+  m.format = c.v.format.format;
+  m.scaling = c.v.format.scaling;
+  m.rounding = c.v.format.rounding;
+  m.L = c.L;
+  m.max_drafts = max_drafts;
+  return m;
+}
+
+struct Sizes {  // element / byte counts of one set
+  std::size_t heads, VK, code, scale, cap, snaps, BT, groups_tok;
+  bool split, replay, recompute, gdn;
+};
+
+std::size_t set_bytes(const Sizes& z, const emu::Dims& d) {
+  std::size_t b = 0;
+  b += Arena::round(z.heads * z.code) + Arena::round(z.heads * z.scale);
+  if (z.snaps) b += Arena::round(z.heads * z.snaps * z.code) + Arena::round(z.heads * z.snaps * z.scale);
+  if (z.split) b += Arena::round(z.heads * z.VK * 4);
+  if (z.replay) {
+    b += 2 * Arena::round(z.heads * z.cap * 4) + Arena::round(z.heads * z.cap * d.K * 4) +
+         Arena::round(z.heads * z.cap * d.V * 4);
+    if (z.recompute) b += Arena::round(z.heads * z.cap * d.V * 4);
+  }
+  const std::size_t tokH = z.BT * std::size_t(d.H), tokG = z.BT * std::size_t(d.G);
+  b += 2 * Arena::round(tokH * 4);                  // a, beta
+  b += 2 * Arena::round(tokH * d.V * 4);            // v, skip
+  b += 2 * Arena::round(tokG * d.K * 4);            // k, q
+  b += Arena::round(tokH * d.V * 4);                // o
+  return b;
+}
+
+// Bytes a set's graph step actually streams from DRAM (for the rotation count): state stores + records + tokens.
+std::size_t touched_bytes(const Sizes& z, const emu::Dims& d) {
+  std::size_t b = z.heads * (z.code + z.scale) * (1 + z.snaps);
+  if (z.split) b += z.heads * z.VK * 4;
+  if (z.replay) b += z.heads * z.cap * (std::size_t(d.K) + d.V + 2) * 4;
+  return b + z.BT * std::size_t(d.H) * d.V * 12;
+}
+
+// DESIGN section 6 byte model for one decode step / one verify of T drafts, whole batch. state_out gets the state
+// (checkpoint / snapshot) part alone.
+double model_bytes(const Case& c, const emu::StoreLayout& lay, double* state_out) {
+  const emu::Dims& d = c.s.d;
+  const bool gdn = c.s.arch == Arch::gdn;
+  const double heads = double(d.heads());
+  const double Sf = double(lay.code_bytes + lay.scale_bytes);  // the F store of one head
+  const double E4 = 4.0 * d.V * d.K;                          // one FP32 head state
+  const bool split = c.v.policy == Policy::replay_split, replay = c.v.policy != Policy::conventional_shared;
+  const bool recompute = gdn && split && c.v.usource == USource::recompute;
+  const double rec = 4.0 * (d.K + d.V + 2) + (recompute ? 4.0 * d.V : 0.0);  // one record (a, beta, k, w [, v])
+  const double recr = 4.0 * (d.K + d.V + 1);                                 // what a replay output reads of one
+  const int T = c.op == Op::verify ? c.T : 1;
+  // tokens: per head a (+ beta), v (+ skip), output; per (sequence, group) k and q
+  const double tok_head = 4.0 * ((gdn ? 2 : 1) + d.V * (gdn ? 1 : 2) + d.V);
+  const double tok = T * (heads * tok_head + double(d.B) * d.G * 2.0 * 4.0 * d.K);
+  double state = 0, records = 0;
+  const double L = c.L;
+  if (!replay) {
+    state = Sf * (1 + T);  // read + write (decode), read + T snapshots (verify)
+  } else if (c.op == Op::verify) {
+    state = Sf + ((gdn && split && c.v.usource == USource::hp) ? E4 : 0.0);
+    records = recr * (L - 1) / 2 + T * rec;  // n uniform in 0..L-1 read, T appended
+  } else {
+    // non-flush (n = 0..L-2): output copy (+ HP for GDN u=hp), n records read, one appended
+    const double nf_state = Sf + ((gdn && split && c.v.usource == USource::hp) ? E4 : 0.0);
+    const double nf_rec = recr * (L - 2) / 2 + rec;
+    // flush (n = L-1): recurrence checkpoint read (+ LP copy for GDN u from LP / recompute), L-1 records read,
+    // one appended; checkpoint written (split: HP and LP)
+    double f_state;
+    if (!split)
+      f_state = 2 * Sf;
+    else
+      f_state = E4 + ((gdn && c.v.usource != USource::hp) ? Sf : 0.0) + E4 + Sf;
+    const double f_rec = recr * (L - 1) + (recompute ? 4.0 * d.V * (L - 1) : 0.0) + rec;
+    state = ((L - 1) * nf_state + f_state) / L;
+    records = ((L - 1) * nf_rec + f_rec) / L;
+  }
+  *state_out = heads * state;
+  return heads * (state + records) + tok;
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const std::size_t i = std::size_t(pos);
+  const double f = pos - double(i);
+  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+struct Runner {
+  const Config& cfg;
+  Result& res;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  int max_drafts = 8;
+  unsigned long long* d_count = nullptr;
+  std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
+
+  Runner(const Config& c, Result& r) : cfg(c), res(r) {
+    ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    ck(cudaEventCreate(&e0), "event");
+    ck(cudaEventCreate(&e1), "event");
+    ck(cudaMalloc(&d_count, sizeof(unsigned long long)), "cudaMalloc counter");
+    for (int T : cfg.spec_T) max_drafts = std::max(max_drafts, T);
+  }
+  ~Runner() {
+    cudaFree(d_count);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(stream);
+  }
+
+  void log(const std::string& s) const {
+    if (cfg.log) cfg.log(s);
+  }
+  double elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  }
+
+  void fill(float* p, std::size_t n, float lo, float hi, std::uint64_t seed) {
+    if (!p || !n) return;
+    fill_uniform<<<1024, 256, 0, stream>>>(p, n, lo, hi, seed);
+    ck(cudaGetLastError(), "fill");
+  }
+
+  // Tiles `per`-byte blocks [0, per * nsrc) of dst over dst[0, per * count) by doubling copies.
+  void tile(std::uint8_t* dst, std::size_t per, std::size_t nsrc, std::size_t count) {
+    if (!dst || !per) return;
+    std::size_t have = std::min(nsrc, count);
+    while (have < count) {
+      const std::size_t n = std::min(have, count - have);
+      ck(cudaMemcpyAsync(dst + have * per, dst, n * per, cudaMemcpyDeviceToDevice, stream), "tile");
+      have += n;
+    }
+  }
+
+  // ----- copy roofline
+  void copy_roofline() {
+    std::size_t free_b = 0, total_b = 0;
+    ck(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    std::size_t bytes = std::size_t(1) << 30;  // 1 GiB each way, ~18x the L2
+    while (bytes * 2 > free_b / 2 && bytes > (std::size_t(64) << 20)) bytes /= 2;
+    float *src = nullptr, *dst = nullptr;
+    ck(cudaMalloc(&src, bytes), "cudaMalloc copy src");
+    ck(cudaMalloc(&dst, bytes), "cudaMalloc copy dst");
+    fill(src, bytes / 4, -1.0f, 1.0f, cfg.seed);
+    fill(dst, bytes / 4, -1.0f, 1.0f, cfg.seed + 1);
+    const std::size_t n4 = bytes / 16;
+    for (int variant = 0; variant < 2; ++variant) {
+      auto launch = [&] {
+        if (variant == 0)
+          ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "memcpy");
+        else {
+          copy_v4<<<unsigned(res.sm_count * 8), 256, 0, stream>>>(reinterpret_cast<const float4*>(src),
+                                                                    reinterpret_cast<float4*>(dst), n4);
+          ck(cudaGetLastError(), "copy_v4");
+        }
+      };
+      for (int w = 0; w < 3; ++w) launch();
+      ck(cudaStreamSynchronize(stream), "copy warm-up");
+      std::vector<double> us;
+      const int reps = std::max(cfg.min_reps, 30);
+      for (int r = 0; r < reps; ++r) {
+        ck(cudaEventRecord(e0, stream), "event");
+        launch();
+        ck(cudaEventRecord(e1, stream), "event");
+        ck(cudaEventSynchronize(e1), "copy");
+        float ms = 0;
+        ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+        us.push_back(double(ms) * 1e3);
+      }
+      Row row;
+      row.arch = "-";
+      row.kernel = variant == 0 ? "copy_memcpy" : "copy_kernel";
+      row.policy = row.usource = row.scaling = "-";
+      row.format = "fp32";
+      row.reps = reps;
+      row.sets = 1;
+      row.steps_per_graph = 1;
+      row.median_us = percentile(us, 0.5);
+      row.p10_us = percentile(us, 0.1);
+      row.p90_us = percentile(us, 0.9);
+      row.min_us = *std::min_element(us.begin(), us.end());
+      row.model_bytes = row.state_bytes = 2.0 * double(bytes);
+      row.gbps = row.model_bytes / (row.median_us * 1e3);
+      row.note = std::to_string(bytes >> 20) + " MiB read + written";
+      res.rows.push_back(row);
+      res.roofline_gbps = std::max(res.roofline_gbps, row.gbps);
+      log("copy roofline " + row.kernel + ": " + std::to_string(row.gbps) + " GB/s");
+    }
+    for (Row& r : res.rows) r.pct_roofline = 100.0 * r.gbps / res.roofline_gbps;
+    ck(cudaFree(src), "free");
+    ck(cudaFree(dst), "free");
+  }
+
+  // ----- one decode / verify case
+  void run_case(const Case& c) {
+    const emu::Dims& d = c.s.d;
+    const bool gdn = c.s.arch == Arch::gdn;
+    const int md = c.op == Op::verify ? std::max(max_drafts, c.T) : max_drafts;
+    emu::Mode m = mode_of(c, md);
+    emu::check_mode(m, d);
+    if (m.capacity() > 64) throw std::invalid_argument("L - 1 + max drafts must be <= 64 (kernel limit)");
+    const emu::StoreLayout lay = emu::store_layout(m, d.V, d.K);
+    const int T = c.op == Op::verify ? c.T : 1;
+    Sizes z{};
+    z.heads = d.heads();
+    z.VK = std::size_t(d.V) * d.K;
+    z.code = lay.code_bytes;
+    z.scale = lay.scale_bytes;
+    z.cap = std::size_t(m.capacity());
+    z.split = m.split();
+    z.replay = m.replay();
+    z.recompute = m.recompute();
+    z.gdn = gdn;
+    z.snaps = (!z.replay && c.op == Op::verify) ? std::size_t(T) : 0;
+    z.BT = std::size_t(d.B) * T;
+    const std::size_t per_set = set_bytes(z, d), touched = std::max<std::size_t>(touched_bytes(z, d), 1);
+    int R = int(std::ceil(cfg.l2_factor * res.l2_bytes / double(touched)));
+    R = std::max(R, 1);
+    std::size_t free_b = 0, total_b = 0;
+    ck(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    const std::size_t budget = free_b / 10 * 8;
+    std::string note;
+    if (std::size_t(R) * per_set > budget) {
+      const int Rfit = int(budget / per_set);
+      if (Rfit < 1) throw std::runtime_error("does not fit in device memory (" + std::to_string(per_set >> 20) + " MiB)");
+      note = "rotation cut to fit memory; ";
+      R = Rfit;
+    }
+    int S = std::max(cfg.min_steps, R);
+    S = (S + c.L - 1) / c.L * c.L;
+
+    // allocate and fill the sets
+    std::vector<Arena> arenas(static_cast<std::size_t>(R));
+    std::vector<SetPtrs> sets(static_cast<std::size_t>(R));
+    const std::size_t tokH = z.BT * d.H, tokG = z.BT * d.G;
+    // a few distinct head states, encoded on the host with the shared codecs, tiled over every head
+    const std::size_t nsrc = std::min<std::size_t>(4, z.heads);
+    std::vector<std::uint8_t> hcodes(nsrc * z.code), hscales(nsrc * z.scale);
+    {
+      std::mt19937_64 rng(cfg.seed);
+      std::uniform_real_distribution<float> u(-0.1f, 0.1f);
+      std::vector<float> x(z.VK);
+      for (std::size_t i = 0; i < nsrc; ++i) {
+        for (float& e : x) e = u(rng);
+        emu::encode_head(m, x.data(), d.V, d.K, std::uint32_t(i), emu::kInitStep, hcodes.data() + i * z.code,
+                         hscales.data() + i * z.scale);
+      }
+    }
+    const float ksc = std::sqrt(3.0f / float(d.K));  // |k| ~ 1
+    for (int r = 0; r < R; ++r) {
+      Arena& A = arenas[std::size_t(r)];
+      A.alloc(per_set, "state set");
+      SetPtrs& P = sets[std::size_t(r)];
+      P.codes = A.take<std::uint8_t>(z.heads * z.code);
+      P.scales = A.take<std::uint8_t>(z.heads * z.scale);
+      if (z.snaps) {
+        P.snap_codes = A.take<std::uint8_t>(z.heads * z.snaps * z.code);
+        P.snap_scales = A.take<std::uint8_t>(z.heads * z.snaps * z.scale);
+      }
+      if (z.split) P.hp = A.take<float>(z.heads * z.VK);
+      if (z.replay) {
+        P.ra = A.take<float>(z.heads * z.cap);
+        P.rbeta = A.take<float>(z.heads * z.cap);
+        P.rk = A.take<float>(z.heads * z.cap * d.K);
+        P.rw = A.take<float>(z.heads * z.cap * d.V);
+        if (z.recompute) P.rv = A.take<float>(z.heads * z.cap * d.V);
+      }
+      P.a = A.take<float>(tokH);
+      P.beta = A.take<float>(tokH);
+      P.v = A.take<float>(tokH * d.V);
+      P.skip = A.take<float>(tokH * d.V);
+      P.k = A.take<float>(tokG * d.K);
+      P.q = A.take<float>(tokG * d.K);
+      P.o = A.take<float>(tokH * d.V);
+      const std::uint64_t sd = cfg.seed * 1000003ull + std::uint64_t(r) * 7919ull;
+      ck(cudaMemcpyAsync(P.codes, hcodes.data(), hcodes.size(), cudaMemcpyHostToDevice, stream), "upload codes");
+      tile(P.codes, z.code, nsrc, z.heads);
+      if (z.scale) {
+        ck(cudaMemcpyAsync(P.scales, hscales.data(), hscales.size(), cudaMemcpyHostToDevice, stream), "upload scales");
+        tile(P.scales, z.scale, nsrc, z.heads);
+      }
+      fill(P.hp, z.split ? z.heads * z.VK : 0, -0.1f, 0.1f, sd + 1);
+      if (z.replay) {
+        fill(P.ra, z.heads * z.cap, 0.9f, 0.999f, sd + 2);
+        fill(P.rbeta, z.heads * z.cap, 0.2f, 0.8f, sd + 3);
+        fill(P.rk, z.heads * z.cap * d.K, -ksc, ksc, sd + 4);
+        fill(P.rw, z.heads * z.cap * d.V, -0.05f, 0.05f, sd + 5);
+        fill(P.rv, z.recompute ? z.heads * z.cap * d.V : 0, -0.5f, 0.5f, sd + 6);
+      }
+      fill(P.a, tokH, 0.9f, 0.999f, sd + 7);
+      fill(P.beta, tokH, 0.2f, 0.8f, sd + 8);
+      fill(P.v, tokH * d.V, -0.5f, 0.5f, sd + 9);
+      fill(P.skip, tokH * d.V, -0.1f, 0.1f, sd + 10);
+      fill(P.k, tokG * d.K, -ksc, ksc, sd + 11);
+      fill(P.q, tokG * d.K, -ksc / std::sqrt(float(d.K)) * 4.0f, ksc / std::sqrt(float(d.K)) * 4.0f, sd + 12);
+      fill(P.o, tokH * d.V, -1.0f, 1.0f, sd + 13);
+    }
+    // per-step window lengths: n_b = (b + s) mod L (1/L of the rows flush at each step); no early flush
+    std::vector<int> hn(std::size_t(S) * d.B);
+    long flushes = 0;
+    for (int s = 0; s < S; ++s)
+      for (int b = 0; b < d.B; ++b) {
+        const int n = (b + s) % c.L;
+        hn[std::size_t(s) * d.B + b] = n;
+        if (n + 1 >= c.L) ++flushes;
+      }
+    Arena ctl;
+    ctl.alloc(Arena::round(hn.size() * 4) + 2 * Arena::round(std::size_t(d.B) * 4), "control");
+    int* dn = ctl.take<int>(hn.size());
+    int* dzero = ctl.take<int>(std::size_t(d.B));
+    int* dtok = ctl.take<int>(std::size_t(d.B));
+    ck(cudaMemcpyAsync(dn, hn.data(), hn.size() * 4, cudaMemcpyHostToDevice, stream), "upload n");
+    ck(cudaMemsetAsync(dzero, 0, std::size_t(d.B) * 4, stream), "memset");
+    ck(cudaMemsetAsync(dtok, 0, std::size_t(d.B) * 4, stream), "memset");
+    ck(cudaStreamSynchronize(stream), "case setup");
+
+    auto params = [&](int s) {
+      const SetPtrs& P = sets[std::size_t(s % R)];
+      kern::KParams p;
+      p.B = d.B, p.G = d.G, p.H = d.H, p.K = d.K, p.V = d.V;
+      p.L = c.L, p.cap = m.capacity(), p.max_drafts = z.snaps ? T : md, p.T = T;
+      p.policy = m.policy, p.usource = m.usource, p.scaling = m.scaling, p.rounding = m.rounding, p.seed = m.seed;
+      p.op = c.op == Op::verify ? kern::Op::verify : kern::Op::step;
+      p.a = P.a, p.beta = gdn ? P.beta : nullptr, p.v = P.v, p.k = P.k, p.q = P.q, p.skip = gdn ? nullptr : P.skip;
+      p.o = P.o;
+      p.codes = P.codes, p.scales = P.scales, p.code_bytes = z.code, p.scale_bytes = z.scale;
+      p.hp = P.hp, p.snap_codes = P.snap_codes, p.snap_scales = P.snap_scales;
+      p.ra = P.ra, p.rbeta = P.rbeta, p.rk = P.rk, p.rw = P.rw, p.rv = P.rv;
+      p.n = dn + std::size_t(s) * d.B, p.early = dzero, p.tok = dtok;
+      return p;
+    };
+    auto launch = [&](int s) {
+      const kern::KParams p = params(s);
+      const int e = gdn ? kern::launch_gdn(m.format, p, stream) : kern::launch_mamba2(m.format, p, stream);
+      ck(cudaError_t(e), "decode launch");
+    };
+    // one plain launch first (sets the kernel's shared-memory attribute outside capture, catches launch errors)
+    launch(0);
+    ck(cudaStreamSynchronize(stream), "first launch");
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "begin capture");
+    for (int s = 0; s < S; ++s) launch(s);
+    ck(cudaStreamEndCapture(stream, &graph), "end capture");
+    ck(cudaGraphInstantiate(&exec, graph, 0ull), "instantiate");
+    auto replay_ms = [&] {
+      ck(cudaEventRecord(e0, stream), "event");
+      ck(cudaGraphLaunch(exec, stream), "graph launch");
+      ck(cudaEventRecord(e1, stream), "event");
+      ck(cudaEventSynchronize(e1), "graph replay");
+      float ms = 0;
+      ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+      return double(ms);
+    };
+    ck(cudaGraphLaunch(exec, stream), "warm-up");
+    const double est = replay_ms();  // second warm-up, also the estimate
+    const int reps = std::clamp(int(cfg.case_ms / std::max(est, 1e-3)), cfg.min_reps, cfg.max_reps);
+    std::vector<double> us;
+    us.reserve(std::size_t(reps));
+    for (int r = 0; r < reps; ++r) us.push_back(replay_ms() * 1e3 / S);
+    // outputs of every set after timing must be finite
+    ck(cudaMemsetAsync(d_count, 0, sizeof(unsigned long long), stream), "memset");
+    for (const SetPtrs& P : sets) {
+      count_nonfinite<<<256, 256, 0, stream>>>(P.o, tokH * d.V, d_count);
+      ck(cudaGetLastError(), "count_nonfinite");
+    }
+    unsigned long long bad = 0;
+    ck(cudaMemcpyAsync(&bad, d_count, sizeof bad, cudaMemcpyDeviceToHost, stream), "download");
+    ck(cudaStreamSynchronize(stream), "nonfinite check");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+
+    Row row;
+    row.arch = emu::arch_name(c.s.arch);
+    row.kernel = c.op == Op::verify ? "verify" : "decode";
+    row.policy = emu::policy_name(m.policy);
+    row.usource = (gdn && m.split()) ? emu::usource_name(m.usource) : "-";
+    row.format = formats::format_name(m.format);
+    row.scaling = formats::scaling_name(m.scaling);
+    row.B = d.B;
+    row.L = c.L;
+    row.T = T;
+    row.sets = R;
+    row.steps_per_graph = S;
+    row.reps = reps;
+    row.median_us = percentile(us, 0.5);
+    row.p10_us = percentile(us, 0.1);
+    row.p90_us = percentile(us, 0.9);
+    row.min_us = *std::min_element(us.begin(), us.end());
+    row.model_bytes = model_bytes(c, lay, &row.state_bytes);
+    row.gbps = row.model_bytes / (row.median_us * 1e3);
+    row.pct_roofline = res.roofline_gbps > 0 ? 100.0 * row.gbps / res.roofline_gbps : 0.0;
+    row.flush_fraction = (z.replay && c.op == Op::decode) ? double(flushes) / (double(S) * d.B) : 0.0;
+    row.nonfinite = long(bad);
+    row.note = note + (bad ? "NON-FINITE OUTPUTS" : "");
+    if (!row.note.empty() && row.note.back() == ' ') row.note.resize(row.note.size() - 2);
+    res.rows.push_back(row);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%-6s B=%-4d L=%-3d %-7s T=%d %-20s %-9s %-5s u=%-9s %10.2f us  %7.1f GB/s  (%d sets, %d steps/graph, %d reps)",
+                  row.arch.c_str(), row.B, row.L, row.kernel.c_str(), T, row.policy.c_str(), row.format.c_str(),
+                  row.scaling.c_str(), row.usource.c_str(), row.median_us, row.gbps, R, S, reps);
+    log(buf);
+  }
+
+  Shape shape(Arch a, int B) const {
+    if (a == Arch::gdn) return Shape{a, emu::Dims{B, cfg.gdn_Hk, cfg.gdn_Hv, cfg.gdn_K, cfg.gdn_V}};
+    return Shape{a, emu::Dims{B, cfg.m2_G, cfg.m2_H, cfg.m2_N, cfg.m2_P}};
+  }
+
+  static std::string case_name(const Case& c) {
+    std::string s = std::string(emu::arch_name(c.s.arch)) + " B=" + std::to_string(c.s.d.B) + " L=" + std::to_string(c.L) +
+                    (c.op == Op::verify ? " verify T=" + std::to_string(c.T) : " decode") + " " +
+                    emu::policy_name(c.v.policy) + "/" + formats::format_name(c.v.format.format) + "/" +
+                    formats::scaling_name(c.v.format.scaling);
+    if (c.s.arch == Arch::gdn && c.v.policy == Policy::replay_split) s += std::string("/u=") + emu::usource_name(c.v.usource);
+    return s;
+  }
+
+  void sweep() {
+    Variant base;  // conventional fp32: always timed first, the baseline of every ratio
+    base.format = formats::parse_format_spec("fp32");
+    for (int L : cfg.Ls)
+      for (int B : cfg.batches)
+        for (Arch a : cfg.archs) {
+          std::vector<Case> cases;
+          cases.push_back(Case{shape(a, B), L, base, Op::decode, 1});
+          // Mamba-2 has no u: its split variants differ only in the u-source label, keep one of them
+          auto norm = [&](Variant v) {
+            if (a == Arch::mamba2 || v.policy != Policy::replay_split) v.usource = USource::hp;
+            return v;
+          };
+          auto same = [](const Variant& x, const Variant& y) {
+            return x.policy == y.policy && x.usource == y.usource && x.format.format == y.format.format &&
+                   x.format.scaling == y.format.scaling && x.format.rounding == y.format.rounding;
+          };
+          std::vector<Variant> seen{base};
+          for (const Variant& v0 : cfg.variants) {
+            const Variant v = norm(v0);
+            if (std::any_of(seen.begin(), seen.end(), [&](const Variant& x) { return same(x, v); })) continue;
+            seen.push_back(v);
+            cases.push_back(Case{shape(a, B), L, v, Op::decode, 1});
+          }
+          std::vector<Variant> vseen;
+          for (const Variant& v0 : cfg.verify_variants) {
+            const Variant v = norm(v0);
+            if (std::any_of(vseen.begin(), vseen.end(), [&](const Variant& x) { return same(x, v); })) continue;
+            vseen.push_back(v);
+            for (int T : cfg.spec_T) cases.push_back(Case{shape(a, B), L, v, Op::verify, T});
+          }
+          for (const Case& c : cases) {
+            if (cfg.max_seconds > 0 && elapsed_s() > cfg.max_seconds) {
+              res.skipped.push_back(case_name(c) + " (time budget)");
+              continue;
+            }
+            try {
+              run_case(c);
+            } catch (const std::invalid_argument& e) {
+              res.skipped.push_back(case_name(c) + " (" + e.what() + ")");
+            } catch (const std::runtime_error& e) {
+              // a sticky CUDA error poisons the context: stop here, report what was measured
+              const cudaError_t sticky = cudaGetLastError();
+              res.skipped.push_back(case_name(c) + " (" + e.what() + ")");
+              log("FAILED: " + case_name(c) + ": " + e.what());
+              if (sticky != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+                res.skipped.push_back("remaining cases: CUDA context lost");
+                return;
+              }
+            }
+          }
+        }
+  }
+
+  void ratios() {
+    for (Row& r : res.rows) {
+      if (r.kernel != "decode" && r.kernel != "verify") continue;
+      const Row* conv = nullptr;
+      const Row* own = nullptr;
+      for (const Row& q : res.rows) {
+        if (q.kernel != "decode" || q.arch != r.arch || q.B != r.B || q.L != r.L) continue;
+        if (q.policy == "conventional_shared" && q.format == "fp32") conv = &q;
+        if (q.policy == r.policy && q.format == r.format && q.scaling == r.scaling && q.usource == r.usource) own = &q;
+      }
+      if (conv) r.speedup_vs_conv = conv->median_us / r.median_us;
+      if (r.kernel == "verify") {
+        if (conv) r.vs_conv_step = r.median_us / conv->median_us;
+        if (own) r.vs_own_step = r.median_us / own->median_us;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+int probe_device(std::string* desc) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    *desc = std::string("no CUDA device (") + (e != cudaSuccess ? cudaGetErrorString(e) : "device count 0") + ")";
+    return 3;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    *desc = "no CUDA device (cudaGetDeviceProperties failed)";
+    return 3;
+  }
+  *desc = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+          std::to_string(prop.multiProcessorCount) + " SMs, " + std::to_string(prop.l2CacheSize >> 20) + " MiB L2)";
+  return 0;
+}
+
+Result run(const Config& cfg) {
+  Result res;
+  ck(cudaSetDevice(0), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  ck(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  probe_device(&res.device);
+  res.sm_count = prop.multiProcessorCount;
+  res.l2_bytes = double(prop.l2CacheSize);
+  res.hbm_bytes = double(prop.totalGlobalMem);
+  cudaDeviceGetAttribute(&res.sm_clock_khz, cudaDevAttrClockRate, 0);
+  cudaDeviceGetAttribute(&res.mem_clock_khz, cudaDevAttrMemoryClockRate, 0);
+  Runner r(cfg, res);
+  r.copy_roofline();
+  r.sweep();
+  r.ratios();
+  return res;
+}
+
+}  // namespace replayssm::kbench
