@@ -116,7 +116,13 @@ po::variables_map with_config_file(const po::variables_map& cli) {
   po::options_description d;
   add_options(d);
   try {
-    po::store(po::parse_config_file<char>(path.c_str(), d, false), merged);
+    // The command line wins: drop the file's entries for options given there (Boost refuses to store twice).
+    po::parsed_options parsed = po::parse_config_file<char>(path.c_str(), d, false);
+    auto& opts = parsed.options;
+    opts.erase(std::remove_if(opts.begin(), opts.end(),
+                              [&](const po::option& o) { return merged.count(o.string_key) > 0; }),
+               opts.end());
+    po::store(parsed, merged);
   } catch (const po::reading_file&) {
     throw UserError(path + ": cannot read the experiment file");
   } catch (const po::error& e) {
@@ -173,8 +179,13 @@ int run(const po::variables_map& cli) {
                                           });
   axes.Ls = parse_each<int>("L", vm["L"].as<std::string>(), [](const std::string& s) {
     std::size_t pos = 0;
-    const int L = std::stoi(s, &pos);
-    if (pos != s.size() || L < 1 || L > 256) throw std::invalid_argument("L '" + s + "' must be in 1..256");
+    int L = 0;
+    try {
+      L = std::stoi(s, &pos);
+    } catch (const std::logic_error&) {  // not a number, or out of int's range
+      pos = 0;
+    }
+    if (pos == 0 || pos != s.size() || L < 1 || L > 256) throw std::invalid_argument("L '" + s + "' must be in 1..256");
     return L;
   });
   axes.usources = parse_each<emu::USource>("u-source", vm["u-source"].as<std::string>(), emu::parse_usource);
@@ -185,8 +196,11 @@ int run(const po::variables_map& cli) {
   const std::vector<std::string> model_paths =
       vm.count("model") ? vm["model"].as<std::vector<std::string>>() : default_models();
   const std::string text_path = vm.count("text") ? vm["text"].as<std::string>() : default_text();
-  for (const auto& m : model_paths)
-    if (fs::exists(out_path) && fs::equivalent(m, out_path)) throw UserError(out_path + ": --out is an input file");
+  {
+    std::vector<std::string> inputs = model_paths;
+    inputs.push_back(text_path);
+    h5::refuse_output_over_input(out_path, inputs);
+  }
   const sweep::TextSlice text = sweep::load_text(text_path, offset, tokens);
 
   // Output must be creatable before hours of work: check the directory now.
@@ -226,8 +240,12 @@ int run(const po::variables_map& cli) {
   for (const auto& r : plan) header.plan.push_back(r.id);
 
   const std::string work = out_path + ".runs";
-  if (!vm["resume"].as<bool>()) fs::remove_all(work);
-  fs::create_directories(work);
+  {
+    std::error_code ec;
+    if (!vm["resume"].as<bool>()) fs::remove_all(work, ec);
+    if (!ec) fs::create_directories(work, ec);
+    if (ec) throw UserError(work + ": cannot create the sweep's work folder (" + ec.message() + ")");
+  }
   if (!quiet)
     std::cerr << "sweep: " << mine.size() << " run(s)" << (shard.second > 1 ? " in shard " + vm["shard"].as<std::string>() : "")
               << ", " << refs.size() << " model(s), " << tokens << " positions of " << text.id << ", backend "

@@ -137,6 +137,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0 and same(ref, datasets(c)), "resumed sweep equals the uninterrupted run")
     check(not os.path.exists(work), "work folder removed after success")
 
+    # An experiment file: its values apply, the command line overrides them.
+    ini = os.path.join(tmp, "study.ini")
+    with open(ini, "w") as fh:
+        fh.write("# a study\ntokens = 100000000\nformats = fp32\npolicies = conventional-shared\n")
+    d = os.path.join(tmp, "d.h5")
+    r = subprocess.run([CLI, "sweep", "--quiet", "--backend", "emulated", "--config", ini, "--tokens", "40",
+                        "--out", d], capture_output=True, text=True)
+    check(r.returncode == 0, f"--config with an override: exit {r.returncode}: {r.stderr.strip()}")
+    if r.returncode == 0:
+        with h5py.File(d, "r") as f:
+            check(len(f["runs"]) == 2 and all(f["runs"][n]["kl"].shape == (40,) for n in f["runs"]),
+                  "config values applied, --tokens from the command line wins")
+    r = run(*BASE, "--config", os.path.join(tmp, "missing.ini"), "--out", d + "x")
+    check(r.returncode == 2 and "missing.ini" in r.stderr, f"missing config: {r.returncode} {r.stderr.strip()}")
+
     # Bad input: one line naming what is wrong, exit 2, no output file.
     def bad(label, extra, needle):
         out = os.path.join(tmp, label + ".h5")
