@@ -1,0 +1,242 @@
+#include "runtime/forward.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "reference/preprocess.h"
+#include "runtime/gemm.h"
+
+namespace replayssm::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// X W^T (runtime/gemm.h: one fma chain per element, independent of threads and T).
+Mat matmul_nt(const Mat& X, const Mat& W, int threads) {
+  Mat Y(X.rows(), W.rows());
+  gemm_nt(X.data(), W.data(), Y.data(), std::size_t(X.rows()), std::size_t(W.rows()), std::size_t(X.cols()), threads);
+  return Y;
+}
+
+double silu(double x) { return x * ref::sigmoid(x); }
+
+// fn(r0, r1) over [0, n) split into `threads` contiguous ranges (row-wise elementwise work: the split never changes
+// a result).
+template <class Fn>
+void parallel_rows(Eigen::Index n, int threads, Fn fn) {
+  const Eigen::Index nt = std::max<Eigen::Index>(1, std::min<Eigen::Index>(threads, n / 256));
+  if (nt == 1) {
+    fn(Eigen::Index(0), n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
+  for (Eigen::Index i = 1; i < nt; ++i)
+    pool.emplace_back([&, i] {
+      try {
+        fn(n * i / nt, n * (i + 1) / nt);
+      } catch (...) {
+        errors[std::size_t(i)] = std::current_exception();
+      }
+    });
+  try {
+    fn(Eigen::Index(0), n / nt);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// a <- silu(a) * b, element-wise (row blocks over threads).
+template <class A, class B>
+void silu_mul(A&& a, const B& b, int threads) {
+  parallel_rows(a.rows(), threads, [&](Eigen::Index r0, Eigen::Index r1) {
+    for (Eigen::Index t = r0; t < r1; ++t)
+      for (Eigen::Index c = 0; c < a.cols(); ++c) a(t, c) = silu(a(t, c)) * b(t, c);
+  });
+}
+
+// a <- a * silu(b).
+void mul_silu(Mat& a, const Mat& b, int threads) {
+  parallel_rows(a.rows(), threads, [&](Eigen::Index r0, Eigen::Index r1) {
+    for (Eigen::Index t = r0; t < r1; ++t)
+      for (Eigen::Index c = 0; c < a.cols(); ++c) a(t, c) = a(t, c) * silu(b(t, c));
+  });
+}
+
+// In place: X[t, c] <- silu(bias[c] + sum_i w[c, i] X[t - (W-1) + i, c]) (zero before t = 0).
+void conv_silu(Mat& X, const Mat& w, const Vec* bias, int threads) {
+  const Eigen::Index T = X.rows(), C = X.cols(), W = w.cols();
+  Mat Y(T, C);
+  parallel_rows(T, threads, [&](Eigen::Index r0, Eigen::Index r1) {
+    for (Eigen::Index t = r0; t < r1; ++t) {
+      for (Eigen::Index c = 0; c < C; ++c) {
+        double s = bias ? (*bias)[c] : 0.0;
+        for (Eigen::Index i = 0; i < W; ++i) {
+          const Eigen::Index src = t - (W - 1) + i;
+          if (src >= 0) s += w(c, i) * X(src, c);
+        }
+        Y(t, c) = silu(s);
+      }
+    }
+  });
+  X.swap(Y);
+}
+
+// Row-wise x / sqrt(mean(x^2) + eps) * w over consecutive groups of `width` columns (w has `width` or cols entries).
+void rmsnorm_groups(Mat& X, Eigen::Index width, const Vec& w, double eps, int threads = 1) {
+  const bool per_col = w.size() == X.cols();
+  parallel_rows(X.rows(), threads, [&](Eigen::Index r0, Eigen::Index r1) {
+    for (Eigen::Index t = r0; t < r1; ++t) {
+      for (Eigen::Index c0 = 0; c0 < X.cols(); c0 += width) {
+        double ss = 0.0;
+        for (Eigen::Index c = c0; c < c0 + width; ++c) ss += X(t, c) * X(t, c);
+        const double inv = 1.0 / std::sqrt(ss / double(width) + eps);
+        for (Eigen::Index c = c0; c < c0 + width; ++c) X(t, c) = X(t, c) * inv * w[per_col ? c : c - c0];
+      }
+    }
+  });
+}
+
+Mat rmsnorm(const Mat& X, const Vec& w, double eps, int threads) {
+  Mat Y = X;
+  rmsnorm_groups(Y, Y.cols(), w, eps, threads);
+  return Y;
+}
+
+template <class M>
+std::vector<double> to_vec(const M& m) {
+  std::vector<double> out(static_cast<std::size_t>(m.size()));
+  Eigen::Map<Mat>(out.data(), m.rows(), m.cols()) = m;
+  return out;
+}
+
+}  // namespace
+
+ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads) {
+  const ModelConfig& c = m.cfg;
+  const GdnWeights& w = m.layers.at(std::size_t(layer)).gdn;
+  const Mat all = matmul_nt(x, w.in_fused, threads);
+  const Eigen::Index qk = Eigen::Index(c.Hk) * c.K, vv = Eigen::Index(c.Hv) * c.V, hv = c.Hv;
+  Mat q = all.middleCols(0, qk), k = all.middleCols(qk, qk), v = all.middleCols(2 * qk, vv);
+  conv_silu(q, w.conv_q, nullptr, threads);
+  conv_silu(k, w.conv_k, nullptr, threads);
+  conv_silu(v, w.conv_v, nullptr, threads);
+  if (z) *z = all.middleCols(2 * qk + vv, vv);
+  ref::GdnRawInputs raw;
+  raw.T = static_cast<int>(x.rows()), raw.Hk = c.Hk, raw.Hv = c.Hv, raw.K = c.K, raw.V = c.V;
+  raw.q = to_vec(q);
+  raw.k = to_vec(k);
+  raw.v = to_vec(v);
+  raw.a = to_vec(all.middleCols(2 * qk + 2 * vv, hv));
+  raw.b = to_vec(all.middleCols(2 * qk + 2 * vv + hv, hv));
+  raw.A_log.assign(w.A_log.data(), w.A_log.data() + w.A_log.size());
+  raw.dt_bias.assign(w.dt_bias.data(), w.dt_bias.data() + w.dt_bias.size());
+  return ref::gdn_preprocess(raw, 1.0 / std::sqrt(double(c.K)), c.l2norm_eps);
+}
+
+ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads) {
+  const ModelConfig& c = m.cfg;
+  const Mamba2Weights& w = m.layers.at(std::size_t(layer)).mamba2;
+  const Mat all = matmul_nt(x, w.in_fused, threads);
+  const Eigen::Index di = c.d_inner, gn = Eigen::Index(c.G) * c.N;
+  Mat xs = all.middleCols(di, di), B = all.middleCols(2 * di, gn), C = all.middleCols(2 * di + gn, gn);
+  conv_silu(xs, w.conv_x, &w.conv_bias_x, threads);
+  conv_silu(B, w.conv_B, &w.conv_bias_B, threads);
+  conv_silu(C, w.conv_C, &w.conv_bias_C, threads);
+  if (z) *z = all.middleCols(0, di);
+  ref::Mamba2RawInputs raw;
+  raw.T = static_cast<int>(x.rows()), raw.H = c.H, raw.G = c.G, raw.P = c.P, raw.N = c.N;
+  raw.x = to_vec(xs);
+  raw.B = to_vec(B);
+  raw.C = to_vec(C);
+  raw.dt_raw = to_vec(all.middleCols(2 * di + 2 * gn, c.H));
+  raw.dt_bias.assign(w.dt_bias.data(), w.dt_bias.data() + w.dt_bias.size());
+  raw.A_log.assign(w.A_log.data(), w.A_log.data() + w.A_log.size());
+  raw.D.assign(w.D.data(), w.D.data() + w.D.size());
+  return ref::mamba2_preprocess(raw);
+}
+
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  if (std::getenv("REPLAYSSM_DEFAULT_MALLOC")) return;
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
+#endif
+}
+
+ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>& tokens, RecurrenceBackend& backend,
+                            const ForwardOptions& opt, const LayerObserver& observer) {
+  if (tokens.empty()) throw std::invalid_argument("teacher_force: empty token sequence");
+  const ModelConfig& c = m.cfg;
+  const int th = std::max(1, opt.threads);
+  const auto T = static_cast<Eigen::Index>(tokens.size());
+  ForwardResult res;
+  const auto t_start = Clock::now();
+  Mat h(T, c.d_model);
+  for (Eigen::Index t = 0; t < T; ++t) h.row(t) = m.embed.row(tokens[std::size_t(t)]);
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = m.layers[std::size_t(l)];
+    Mat x = rmsnorm(h, lw.norm1, c.norm_eps, th);
+    Mat z, y;
+    if (c.is_gdn()) {
+      const ref::GdnInputs in = gdn_layer_inputs(m, l, x, &z, th);
+      const auto t0 = Clock::now();
+      const ref::LayerOutputs out = backend.run_gdn(in);
+      res.seconds_recurrence += since(t0);
+      if (out.o.size() != std::size_t(T) * std::size_t(c.Hv) * std::size_t(c.V))
+        throw std::runtime_error("backend " + backend.name() + ": run_gdn returned o of the wrong size");
+      if (observer) observer(l, &in, nullptr, out);
+      y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.Hv) * c.V);
+      rmsnorm_groups(y, c.V, lw.gdn.norm, c.gated_norm_eps, th);
+      mul_silu(y, z, th);
+      h.noalias() += matmul_nt(y, lw.gdn.out, th);
+    } else {
+      const ref::Mamba2Inputs in = mamba2_layer_inputs(m, l, x, &z, th);
+      const auto t0 = Clock::now();
+      const ref::LayerOutputs out = backend.run_mamba2(in);
+      res.seconds_recurrence += since(t0);
+      if (out.o.size() != std::size_t(T) * std::size_t(c.H) * std::size_t(c.P))
+        throw std::runtime_error("backend " + backend.name() + ": run_mamba2 returned o of the wrong size");
+      if (observer) observer(l, nullptr, &in, out);
+      y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.d_inner));
+      mul_silu(y, z, th);
+      rmsnorm_groups(y, c.d_inner / c.G, lw.mamba2.norm, c.gated_norm_eps, th);
+      h.noalias() += matmul_nt(y, lw.mamba2.out, th);
+    }
+    const Mat x2 = rmsnorm(h, lw.norm2, c.norm_eps, th);
+    const Mat gu = matmul_nt(x2, lw.w_gate_up, th);
+    Mat gate = gu.leftCols(c.d_ff);
+    silu_mul(gate, gu.rightCols(c.d_ff), th);
+    h.noalias() += matmul_nt(gate, lw.w_down, th);
+  }
+  Mat logits = matmul_nt(rmsnorm(h, m.final_norm, c.norm_eps, th), m.lm_head, th);
+  parallel_rows(T, th, [&](Eigen::Index r0, Eigen::Index r1) {
+    for (Eigen::Index t = r0; t < r1; ++t) {
+      const double mx = logits.row(t).maxCoeff();
+      double s = 0.0;
+      for (Eigen::Index j = 0; j < logits.cols(); ++j) s += std::exp(logits(t, j) - mx);
+      const double lse = mx + std::log(s);
+      logits.row(t).array() -= lse;
+    }
+  });
+  res.logprobs = std::move(logits);
+  res.seconds_dense = since(t_start) - res.seconds_recurrence;
+  return res;
+}
+
+}  // namespace replayssm::runtime
