@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/sweep_progress.h"
 #include "core/errors.h"
+#include "runtime/forward.h"
 #include "sweep/metrics.h"
 #include "sweep/sweep_runner.h"
 #if defined(REPLAYSSM_HAVE_CUDA)
@@ -157,6 +158,7 @@ void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<st
 
 int run(const po::variables_map& cli) {
   const po::variables_map vm = with_config_file(cli);
+  runtime::keep_freed_memory();  // every run reallocates the same [T, d] activations: keep them in the heap
   const bool quiet = vm["quiet"].as<bool>();
   const std::string out_path = vm["out"].as<std::string>();
   const int tokens = vm["tokens"].as<int>();

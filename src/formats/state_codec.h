@@ -156,18 +156,37 @@ struct FloatScaledCodec : PackedCodes<Derived, 8> {
       const int n = num_scales(V, K, s);
       // amax per scale group, then the scale, written in place
       for (int j = 0; j < n; ++j) store_f32(scales + 4 * j, 0.0f);
+      // amax is order-free; it is carried in a register while consecutive elements share a group.
+      int group = -1;
+      float m = 0.0f;
       for (int v = 0; v < V; ++v)
         for (int k = 0; k < K; ++k) {
-          uint8_t* q = scales + 4 * scale_index(v, k, K, s);
-          store_f32(q, amax_ignore_nan(load_f32(q), x[static_cast<std::size_t>(v) * K + k]));
+          const int j = scale_index(v, k, K, s);
+          if (j != group) {
+            if (group >= 0) store_f32(scales + 4 * group, m);
+            group = j;
+            m = load_f32(scales + 4 * j);
+          }
+          m = amax_ignore_nan(m, x[static_cast<std::size_t>(v) * K + k]);
         }
+      if (group >= 0) store_f32(scales + 4 * group, m);
       for (int j = 0; j < n; ++j) store_f32(scales + 4 * j, scale_from_amax(load_f32(scales + 4 * j)));
     }
+    // The reciprocal of a group's scale is formed once per group (same value as forming it per element).
+    int group = -1;
+    float inv = 1.0f;
     for (int v = 0; v < V; ++v)
       for (int k = 0; k < K; ++k) {
         const std::size_t i = static_cast<std::size_t>(v) * K + k;
         float xs = x[i];
-        if (s != Scaling::none) xs = mul_rn(xs, div_rn(1.0f, load_f32(scales + 4 * scale_index(v, k, K, s))));
+        if (s != Scaling::none) {
+          const int j = scale_index(v, k, K, s);
+          if (j != group) {
+            group = j;
+            inv = div_rn(1.0f, load_f32(scales + 4 * j));
+          }
+          xs = mul_rn(xs, inv);
+        }
         const code_t c = Derived::encode(xs, p.rounding, element_rand_bits(p, v, k));
         store_code<8>(codes, i, static_cast<uint8_t>(c));
       }
