@@ -21,8 +21,7 @@ void add_options(po::options_description& d) {
 int run(const po::variables_map& vm) {
   const auto inputs = vm["inputs"].as<std::vector<std::string>>();
   const std::string out_path = vm["out"].as<std::string>();
-  if (std::find(inputs.begin(), inputs.end(), out_path) != inputs.end())
-    throw UserError(out_path + ": --out must not be one of the inputs");
+  h5::refuse_output_over_input(out_path, inputs);
   sweep::SweepHeader header;
   std::vector<std::pair<std::int64_t, sweep::RunResult>> runs;
   std::set<std::string> ids;

@@ -46,6 +46,7 @@ int run(const po::variables_map& vm) {
   }
   const auto [in_path, dataset] = h5::split_file_dataset(vm["in"].as<std::string>());
   if (dataset.empty()) throw UserError("--in " + in_path + ": expected file.h5:/dataset");
+  h5::refuse_output_over_input(vm["out"].as<std::string>(), {in_path});
   h5::File in = h5::File::open_read(in_path);
   if (!in.is_dataset(dataset)) in.fail(dataset, "no such dataset");
   const h5::Shape shape = in.shape(dataset);

@@ -45,7 +45,7 @@ ref::LayerOutputs run_form(const DumpLayer& l, Arch arch, const std::string& for
 
 int run(const po::variables_map& vm) {
   const std::string in_path = vm["in"].as<std::string>(), out_path = vm["out"].as<std::string>();
-  if (in_path == out_path) throw UserError(out_path + ": --out must differ from --in");
+  h5::refuse_output_over_input(out_path, {in_path});
   const int chunk = vm["chunk"].as<int>(), L = vm["L"].as<int>();
   if (chunk < 1) throw UserError("--chunk must be >= 1");
   if (L < 1) throw UserError("--L must be >= 1");

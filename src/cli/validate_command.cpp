@@ -155,6 +155,8 @@ int run(const po::variables_map& vm) {
   if (archs.empty()) throw UserError("--arch: unknown arch '" + arch_s + "' (expected gdn, mamba2 or all)");
   if (backend_s != "cuda" && backend_s != "emulated" && backend_s != "all")
     throw UserError("--backend: unknown backend '" + backend_s + "' (expected cuda, emulated or all)");
+  if (vm["max-tokens"].as<int>() < 1)
+    throw UserError("--max-tokens must be >= 1 (got " + std::to_string(vm["max-tokens"].as<int>()) + ")");
   try {
     (void)shapes_for(shapes_s, Arch::gdn);
   } catch (const std::invalid_argument& e) {

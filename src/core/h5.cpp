@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -384,6 +385,14 @@ void require_shape(const File& f, const std::string& dataset, const Shape& got, 
   for (std::size_t i = 0; i < got.size(); ++i)
     if (expected[i] != 0 && got[i] != expected[i])
       f.fail(dataset, "expected shape " + shape_str(expected) + " (0 = any), got " + shape_str(got));
+}
+
+void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs) {
+  for (const auto& in : inputs) {
+    std::error_code ec;  // a path that does not exist (yet) is not an error here: it cannot be the same file
+    if (in == out_path || std::filesystem::equivalent(in, out_path, ec))
+      throw UserError(out_path + ": --out is the same file as the input " + in);
+  }
 }
 
 AtomicOutput::AtomicOutput(std::string final_path)

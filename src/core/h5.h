@@ -104,6 +104,10 @@ class AtomicOutput {
   bool committed_ = false;
 };
 
+// Refuses an output path that names one of the inputs, also under another spelling or through a link: the atomic
+// rename would replace the input. Throws "<out>: --out is the same file as the input <in>" (exit 2).
+void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs);
+
 // Root attributes every output carries: tool version, git sha, compiler and flags, host, device, the command
 // and each resolved option (as "option.<name>").
 void write_provenance(File& f, const std::string& command, const std::map<std::string, std::string>& options,

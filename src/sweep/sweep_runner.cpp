@@ -1,6 +1,7 @@
 #include "sweep/sweep_runner.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "core/errors.h"
@@ -9,13 +10,16 @@
 namespace replayssm::sweep {
 
 TextSlice load_text(const std::string& path, std::int64_t offset, int tokens) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UserError(path + ": is a directory, expected a text file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open the text file");
   std::vector<std::uint8_t> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (all.empty()) throw UserError(path + ": empty text");
-  // Position t predicts byte t + 1, so T positions need T + 1 bytes.
+  // Position t predicts byte t + 1, so T positions need T + 1 bytes (compared without overflow: offset may be huge).
   const auto need = static_cast<std::int64_t>(tokens) + 1;
-  if (offset + need > static_cast<std::int64_t>(all.size()))
+  if (offset < 0 || need > static_cast<std::int64_t>(all.size()) ||
+      offset > static_cast<std::int64_t>(all.size()) - need)
     throw UserError(path + ": --offset " + std::to_string(offset) + " + --tokens " + std::to_string(tokens) +
                     " + 1 bytes is beyond the end of the text (" + std::to_string(all.size()) + " bytes)");
   TextSlice s;
