@@ -41,5 +41,9 @@ struct KParams {
 // Both return a cudaError_t as int (0 = success).
 int launch_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_mamba2(formats::FormatId f, const KParams& p, void* stream);
+// The tuned kernels (common/fast_kernel.cuh): -1 where they do not apply (the launchers above then use the reference
+// kernel), else a cudaError_t. REPLAYSSM_REFERENCE_KERNEL=1 in the environment forces the reference kernel.
+int launch_fast_gdn(formats::FormatId f, const KParams& p, void* stream);
+int launch_fast_mamba2(formats::FormatId f, const KParams& p, void* stream);
 
 }  // namespace replayssm::kern
