@@ -119,8 +119,10 @@ class EmulatedBackend final : public DecodeBackend {
             const std::size_t hh = std::size_t(b) * d_.H + h;
             std::memcpy(codes(hh), snap_codes_.data() + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.code_bytes,
                         lay_.code_bytes);
-            std::memcpy(scales(hh), snap_scales_.data() + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.scale_bytes,
-                        lay_.scale_bytes);
+            if (lay_.scale_bytes)  // unscaled formats: no scale buffer (memcpy from a null pointer is UB even for 0)
+              std::memcpy(scales(hh),
+                          snap_scales_.data() + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.scale_bytes,
+                          lay_.scale_bytes);
           }
       } else {
         n_[b] += a;
