@@ -151,8 +151,11 @@ void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<st
     for (double x : r.top1) top += x;
     for (double x : r.state_drift) sd += x;
     const auto n = static_cast<double>(r.kl.size());
-    std::printf(" %9.2e %7.4f %9.2e\n", kl / n, top / n,
+    std::printf(" %9.2e %7.4f %9.2e", kl / n, top / n,
                 r.state_drift.empty() ? 0.0 : sd / static_cast<double>(r.state_drift.size()));
+    const auto div = r.attrs.find("diverged_at");
+    if (div != r.attrs.end() && div->second != "-1") std::printf("  diverged at position %s", div->second.c_str());
+    std::printf("\n");
   }
 }
 

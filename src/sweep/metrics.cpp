@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace replayssm::sweep {
@@ -48,6 +49,10 @@ std::vector<double> binned_stats(const std::vector<double>& values, const std::v
       v.push_back(values[static_cast<std::size_t>(pos - 1)]);
     if (v.empty()) {
       out.insert(out.end(), kStats, 0.0);
+      continue;
+    }
+    if (std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); })) {
+      out.insert(out.end(), kStats, std::numeric_limits<double>::quiet_NaN());  // a diverged run: no statistics
       continue;
     }
     double sum = 0.0;

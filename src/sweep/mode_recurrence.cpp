@@ -95,7 +95,10 @@ ref::LayerOutputs run_layer(emu::DecodeBackend& be, const emu::Mode& mode, int T
     Step s = make_step(G, H, V, K, gdn, skip, [&](int h) { return token_of(t, h); });
     be.step(s.data.view(), o.data());
     double* dst = &out.o[static_cast<std::size_t>(t) * out_per_t];
-    for (std::size_t i = 0; i < out_per_t; ++i) dst[i] = o[i];
+    for (std::size_t i = 0; i < out_per_t; ++i) {
+      if (!std::isfinite(o[i])) throw Diverged(t);
+      dst[i] = o[i];
+    }
     for (int h = 0; h < H; ++h) {
       Eigen::VectorXd r = ref::recurrent_step(rec, shadow[static_cast<std::size_t>(h)], s.tokens[static_cast<std::size_t>(h)]);
       for (int i = 0; i < V; ++i) o_ref[static_cast<std::size_t>(h * V + i)] = r[i];

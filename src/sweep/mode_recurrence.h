@@ -7,12 +7,22 @@
 // Both drifts are layer-local: the shadow sees the mode's own inputs, so they isolate this layer's state error;
 // the end-to-end effect shows in the sweep's output KL.
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "emulation/decode_api.h"
 #include "reference/layer_inputs.h"
 
 namespace replayssm::sweep {
+
+// Thrown when a mode's recurrence output stops being finite (a low-precision state that blew up): a result, not a
+// bug. `position` is the first 0-based position whose output is NaN/Inf; every later position depends on it.
+struct Diverged : std::runtime_error {
+  explicit Diverged(std::int64_t pos)
+      : std::runtime_error("recurrence output non-finite at position " + std::to_string(pos)), position(pos) {}
+  std::int64_t position;
+};
 
 struct LayerDrift {
   std::vector<double> output;         // [T]

@@ -29,25 +29,26 @@ void write_run(h5::File& f, const std::string& g, const RunResult& r) {
 RunResult read_run(const h5::File& f, const std::string& g) {
   RunResult r;
   // Shapes are checked against each other: write_run trusts them (a short buffer would be read past its end).
-  auto kl = f.read_f64(g + "/kl");
+  auto kl = f.read_f64(g + "/kl", false);  // NaN marks positions after a divergence
   h5::require_shape(f, g + "/kl", kl.shape, {0});
   const std::size_t T = kl.dim(0);
   r.kl = std::move(kl.data);
-  auto nll = f.read_f64(g + "/nll"), top1 = f.read_f64(g + "/top1"), kb = f.read_f64(g + "/kl_binned");
+  auto nll = f.read_f64(g + "/nll", false), top1 = f.read_f64(g + "/top1", false),
+       kb = f.read_f64(g + "/kl_binned", false);
   h5::require_shape(f, g + "/nll", nll.shape, {T});
   h5::require_shape(f, g + "/top1", top1.shape, {T});
   h5::require_shape(f, g + "/kl_binned", kb.shape, {0, sz(kStats)});
   r.nll = std::move(nll.data);
   r.top1 = std::move(top1.data);
   r.kl_binned = std::move(kb.data);
-  auto od = f.read_f64(g + "/output_drift");
+  auto od = f.read_f64(g + "/output_drift", false);
   h5::require_shape(f, g + "/output_drift", od.shape, {0, 0});
   r.layers = static_cast<int>(od.dim(0));
   if (r.layers > 0) h5::require_shape(f, g + "/output_drift", od.shape, {od.dim(0), T});
   r.output_drift = std::move(od.data);
   auto fs = f.read_i64(g + "/flush_steps");
   h5::require_shape(f, g + "/flush_steps", fs.shape, {0});
-  auto sd = f.read_f64(g + "/state_drift");
+  auto sd = f.read_f64(g + "/state_drift", false);
   h5::require_shape(f, g + "/state_drift", sd.shape, {od.dim(0), fs.dim(0)});
   r.flush_steps = std::move(fs.data);
   r.state_drift = std::move(sd.data);
@@ -55,7 +56,7 @@ RunResult read_run(const h5::File& f, const std::string& g) {
   r.index = f.attr_int(g, "index");
   r.elapsed_s = f.attr_double(g, "elapsed_s");
   for (const char* k : {"model", "text", "format", "scaling", "rounding", "policy", "L", "u_source", "backend",
-                        "device", "seed", "mode"})
+                        "device", "seed", "mode", "diverged_at"})
     if (f.has_attr(g, k)) r.attrs[k] = f.attr_string(g, k);
   return r;
 }

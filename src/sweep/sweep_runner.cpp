@@ -1,6 +1,8 @@
 #include "sweep/sweep_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 
@@ -38,9 +40,32 @@ RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSli
                        const std::vector<std::int64_t>& edges) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<LayerDrift> drifts;
-  const std::vector<double> logp = model.mode_logp(text, backend, spec.mode, &drifts);
+  // A mode whose state blows up is a result: keep what it produced before the first non-finite output (the model is
+  // causal, so a run over that prefix gives exactly those positions) and mark every later position NaN.
+  const int T = text.tokens;
+  int valid = T;
+  std::int64_t diverged_at = -1;
+  std::vector<double> logp;
+  try {
+    logp = model.mode_logp(text, backend, spec.mode, &drifts);
+  } catch (const Diverged& d) {
+    diverged_at = d.position;
+    valid = static_cast<int>(d.position);
+    drifts.clear();
+    if (valid > 0) {
+      TextSlice prefix = text;
+      prefix.tokens = valid;
+      prefix.bytes.resize(static_cast<std::size_t>(valid) + 1);
+      logp = model.mode_logp(prefix, backend, spec.mode, &drifts);
+    }
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<std::uint8_t> targets(text.bytes.begin() + 1, text.bytes.end());
-  const PositionMetrics m = compare_distributions(logp_ref, logp, targets, text.tokens, 256);
+  PositionMetrics m;
+  if (valid > 0) m = compare_distributions(logp_ref, logp, targets, valid, 256);
+  m.kl.resize(static_cast<std::size_t>(T), nan);
+  m.nll.resize(static_cast<std::size_t>(T), nan);
+  m.top1.resize(static_cast<std::size_t>(T), nan);
   RunResult r;
   r.id = spec.id;
   r.index = spec.index;
@@ -48,12 +73,17 @@ RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSli
   r.nll = m.nll;
   r.top1 = m.top1;
   r.kl_binned = binned_stats(m.kl, edges);
-  r.layers = static_cast<int>(drifts.size());
-  for (const auto& d : drifts) {
-    r.output_drift.insert(r.output_drift.end(), d.output.begin(), d.output.end());
-    r.state_drift.insert(r.state_drift.end(), d.state.begin(), d.state.end());
+  r.layers = drifts.empty() ? model.layers() : static_cast<int>(drifts.size());
+  for (std::int64_t s = spec.mode.L; s <= T; s += spec.mode.L) r.flush_steps.push_back(s);
+  for (int l = 0; l < r.layers; ++l) {
+    std::vector<double> od(static_cast<std::size_t>(T), nan), sd(r.flush_steps.size(), nan);
+    if (static_cast<std::size_t>(l) < drifts.size()) {
+      std::copy(drifts[static_cast<std::size_t>(l)].output.begin(), drifts[static_cast<std::size_t>(l)].output.end(), od.begin());
+      std::copy(drifts[static_cast<std::size_t>(l)].state.begin(), drifts[static_cast<std::size_t>(l)].state.end(), sd.begin());
+    }
+    r.output_drift.insert(r.output_drift.end(), od.begin(), od.end());
+    r.state_drift.insert(r.state_drift.end(), sd.begin(), sd.end());
   }
-  if (!drifts.empty()) r.flush_steps = drifts.front().steps;
   const emu::Mode& md = spec.mode;
   r.attrs = {{"model", spec.model},
              {"text", text.id},
@@ -64,7 +94,8 @@ RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSli
              {"L", std::to_string(md.L)},
              {"u_source", md.arch == emu::Arch::gdn && md.split() ? emu::usource_name(md.usource) : "n/a"},
              {"seed", std::to_string(md.seed)},
-             {"mode", md.name()}};
+             {"mode", md.name()},
+             {"diverged_at", std::to_string(diverged_at)}};
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

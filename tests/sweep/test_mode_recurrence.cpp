@@ -58,3 +58,19 @@ TEST_CASE("mode recurrence: split beats shared beats conventional in low precisi
   CHECK(drift[2] < 1e-5);  // split: the HP checkpoint carries the recurrence
   CHECK(drift[1] > 1e-4);  // the format's error is really there
 }
+
+TEST_CASE("mode recurrence: a state that overflows FP32 is reported as a divergence at its first position", "[sweep]") {
+  auto in = random_mamba2(40, 2, 1, 8, 16, 3, DecayRange{-12.0, -10.0});  // decay ~1: the state only grows
+  for (std::size_t i = static_cast<std::size_t>(20 * 2 * 8); i < in.x.size(); ++i) in.x[i] *= 1e44;  // from t = 20 dt*x passes FP32 max
+  auto be = emu::make_emulated_backend();
+  ModeRecurrence mr(*be, make_mode(emu::Arch::mamba2, emu::Policy::conventional_shared, formats::FormatId::fp32));
+  LayerDrift d;
+  std::int64_t at = -1;
+  try {
+    mr.run_mamba2(in, &d);
+  } catch (const Diverged& e) {
+    at = e.position;
+  }
+  CHECK(at >= 20);
+  CHECK(at < 40);
+}
