@@ -14,6 +14,7 @@
 #include "cli/sweep_progress.h"
 #include "core/errors.h"
 #include "runtime/forward.h"
+#include "sweep/activation_sweep.h"
 #include "sweep/metrics.h"
 #include "sweep/sweep_runner.h"
 #if defined(REPLAYSSM_HAVE_CUDA)
@@ -50,6 +51,8 @@ void add_options(po::options_description& d) {
     ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
     ("resume", po::bool_switch(), "continue a killed sweep: keep the finished runs in <out>.runs/")
     ("shard", po::value<std::string>(), "i/n: run only the runs with index % n == i (combine with `replayssm merge`)")
+    ("activations", po::value<std::string>(),
+     "activation dump (.h5): run every mode on its layers instead of a model (drift only, no KL)")
     ("quiet,q", po::bool_switch(), "no progress output");
 }
 
@@ -198,6 +201,23 @@ int run(const po::variables_map& cli) {
   std::pair<int, int> shard{0, 1};
   if (vm.count("shard")) shard = sweep::parse_shard(vm["shard"].as<std::string>());
 
+  if (vm.count("activations")) {  // layer-local sweep of a dump: sweep/activation_sweep.h
+    if (vm["resume"].as<bool>() || vm.count("shard") || vm.count("model") || vm.count("text") ||
+        !vm["offset"].defaulted())
+      throw UserError("--activations: --resume, --shard, --model, --text and --offset do not apply to a dump sweep");
+    sweep::ActivationSweepJob job{vm["activations"].as<std::string>(), out_path, axes,
+                                  vm["tokens"].defaulted() ? 0 : tokens, quiet, resolved_options(vm),
+                                  resolved_options(vm), command_line(), "", ""};
+    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset"})
+      job.config.erase(k);
+    int jobs = vm["jobs"].as<int>();
+    if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    Backends be = make_backends(vm["backend"].as<std::string>(), jobs, quiet);
+    job.backend_name = be.name;
+    job.device = be.device;
+    return sweep::run_activation_sweep(job, be.pool);
+  }
+
   const std::vector<std::string> model_paths =
       vm.count("model") ? vm["model"].as<std::vector<std::string>>() : default_models();
   const std::string text_path = vm.count("text") ? vm["text"].as<std::string>() : default_text();
@@ -345,7 +365,8 @@ int run(const po::variables_map& cli) {
 
 const Registrar reg{{"sweep", "PG-19 teacher-forcing precision sweep: per-length KL and drift (the main job)",
                      add_options, run,
-                     "replayssm sweep --formats bf16,fp8_e4m3:row,nvfp4 --tokens 131072 --out results.h5"}};
+                     "replayssm sweep --formats bf16,fp8_e4m3:row,nvfp4 --tokens 131072 --out results.h5\n"
+                     "  replayssm sweep --activations acts.h5 --out drift.h5   (every mode on a captured dump)"}};
 
 }  // namespace
 }  // namespace replayssm::cli

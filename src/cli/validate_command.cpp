@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "core/errors.h"
+#include "core/external_validation.h"
 #include "core/h5.h"
 #include "emulation/decode_api.h"
 #include "emulation/tolerances.h"
@@ -34,7 +35,12 @@ void add_options(po::options_description& d) {
       "activations", po::value<std::string>(), "activation dump (HDF5) to run through every mode as well")(
       "max-tokens", po::value<int>()->default_value(256), "tokens of each dump layer to use")(
       "seed", po::value<unsigned long long>()->default_value(20240601ull), "seed of the random cases")(
-      "verbose,v", po::bool_switch(), "print every case, not only the per-mode summary and failures");
+      "verbose,v", po::bool_switch(), "print every case, not only the per-mode summary and failures")(
+      "external", po::value<std::string>(),
+      "outside kernel's outputs (.h5: /layers/<i>/o [, final_state]) to check against the FP64 reference of "
+      "--activations, per layer and head")(
+      "rtol", po::value<double>()->default_value(kExternalDefaultRtol, "1e-4"),
+      "--external pass bound: relative RMS per layer and head");
 }
 
 std::unique_ptr<DecodeBackend> cuda_backend(std::string* why) {
@@ -145,6 +151,12 @@ void print_row(const CheckRow& r, const std::string& backend, int n, int fails) 
 }
 
 int run(const po::variables_map& vm) {
+  if (vm.count("external")) {  // an outside kernel's file against the FP64 reference (core/external_validation.h)
+    if (!vm.count("activations"))
+      throw UserError("--external needs --activations acts.h5 (the dump the outside kernel ran on)");
+    return run_external_validation(vm["external"].as<std::string>(), vm["activations"].as<std::string>(),
+                                   vm["rtol"].as<double>());
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::string arch_s = vm["arch"].as<std::string>(), backend_s = vm["backend"].as<std::string>(),
                     shapes_s = vm["shapes"].as<std::string>();
@@ -245,7 +257,9 @@ int run(const po::variables_map& vm) {
 
 const Registrar reg{{"validate", "check every decode kernel x mode against the FP64 reference and the emulation",
                      add_options, run,
-                     "replayssm validate --arch all --backend all --shapes small", ""}};
+                     "replayssm validate --arch all --backend all --shapes small\n"
+                     "  replayssm validate --external theirs.h5 --activations acts.h5 [--rtol 1e-4]",
+                     ""}};
 
 }  // namespace
 }  // namespace replayssm::cli
