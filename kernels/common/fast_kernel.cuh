@@ -14,7 +14,12 @@
 // Everything else uses the reference kernel (decode_kernel.cuh).
 // An early flush overwrites record slots from 0 while other CTAs of the head may still read the old window: the last
 // CTA of the head to finish staging writes the new per-head records (atomic counter, no waiting).
+// ReplaySSM dispatch per CTA (replay_kernel): non-flush ops (15 of 16 steps at L = 16, verify without an early flush)
+// run replay_lean<.., false>, a step that fills the window (not u=recompute) replay_lean<.., true>; verify's early
+// flush and the u=recompute flush run replay_flush (not inlined). PERF_NOTES.md, "second pass", v3-v5.
 #include <cuda_runtime.h>
+
+#include <cstdlib>
 
 #include "emulation/decode_math.h"
 #include "formats/state_codec.h"
@@ -40,6 +45,42 @@ struct F4 {
 __device__ __forceinline__ float bfly_sum(float acc) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) acc = __fadd_rn(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
+  return acc;
+}
+// The 32-lane tree sums of 4 rows at once (a reduce-scatter): returns the sum of row lane / 8 (in lanes 8i..8i+7).
+// Level 1 adds the values of lanes l and l ^ 16 (lanes < 16 keep rows 0, 1; the others rows 2, 3), level 2 those of
+// l and l ^ 8 (one row per lane), then 4, 2, 1 as bfly_sum. Every level adds exactly the two values the pairwise tree
+// adds (IEEE addition is commutative), so each row's sum has the bits of bfly_sum: 6 shuffles for 4 rows, not 20.
+__device__ __forceinline__ float bfly_sum4(float p0, float p1, float p2, float p3, int lane) {
+  const bool h16 = (lane & 16) != 0, h8 = (lane & 8) != 0;
+  float k0 = h16 ? p2 : p0, k1 = h16 ? p3 : p1;
+  const float s0 = h16 ? p0 : p2, s1 = h16 ? p1 : p3;
+  k0 = __fadd_rn(k0, __shfl_xor_sync(0xFFFFFFFFu, s0, 16));
+  k1 = __fadd_rn(k1, __shfl_xor_sync(0xFFFFFFFFu, s1, 16));
+  float k = h8 ? k1 : k0;
+  const float s = h8 ? k0 : k1;
+  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, 8));
+#pragma unroll
+  for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  return k;
+}
+// Two rows at once: returns the sum of row lane / 16 (level 1 keeps row 0 in lanes < 16, row 1 in the others).
+__device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) {
+  const bool h16 = (lane & 16) != 0;
+  float k = h16 ? p1 : p0;
+  const float s = h16 ? p0 : p1;
+  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, 16));
+#pragma unroll
+  for (int off = 8; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  return k;
+}
+// Lane partials of the canonical dot (before the tree): fmaf over the lane's 4 elements in order; 0 if inactive.
+__device__ __forceinline__ float part4(const F4& s, const F4& y, bool act) {
+  float acc = 0.0f;
+  if (act) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc = __fmaf_rn(s.x[e], y.x[e], acc);
+  }
   return acc;
 }
 // The canonical dot of a row (lane's 4 elements) with y (lane's 4 elements); inactive lanes contribute 0.
@@ -86,6 +127,20 @@ __device__ __forceinline__ void store_codes(std::uint8_t* codes, std::size_t i, 
   }
 }
 
+// Element decode. E4M3: the magnitude's bits placed at FP32 bits 20..26 read as an FP32 number (a denormal for the
+// E4M3 subnormals) times 2^120 is exactly the E4M3 value (exponent bias 7 = 127 - 120); NaN codes return the
+// canonical NaN of formats::e4m3_decode. Checked equal to e4m3_decode for all 256 codes (PERF_NOTES, v3).
+template <class C>
+__device__ __forceinline__ float decode_code(std::uint32_t c) {
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {
+    const std::uint32_t m = c & 0x7Fu;
+    const float v = __fmul_rn(__uint_as_float(((c & 0x80u) << 24) | (m << 20)), 0x1p120f);
+    return m == 0x7Fu ? __uint_as_float(0x7FFFFFFFu) : v;
+  } else {
+    return C::decode(static_cast<typename C::code_t>(c));
+  }
+}
+
 template <class C>
 __device__ __forceinline__ bool scaled(const KParams& p) {
   if constexpr (C::kBlock == 0) return false;
@@ -106,7 +161,7 @@ __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* c
   std::uint32_t c[4];
   load_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * lane, c);
 #pragma unroll
-  for (int e = 0; e < 4; ++e) y.x[e] = C::decode(static_cast<typename C::code_t>(c[e]));
+  for (int e = 0; e < 4; ++e) y.x[e] = decode_code<C>(c[e]);
   if (scaled<C>(p)) {
     const float s = reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)];
 #pragma unroll
@@ -171,7 +226,9 @@ struct Smem {
   __host__ __device__ int oCO() const { return oCU() + T * NR; }
   __host__ __device__ int oGm() const { return oCO() + T * NR; }
   __host__ __device__ int oGR() const { return oGm() + NR; }
-  __host__ __device__ int size() const { return oGR() + (rec ? NR * NR : 0); }
+  // lean path: row dots [2][T][rows] (16-byte aligned: float4 accesses)
+  __host__ __device__ int oD() const { return (oGR() + (rec ? NR * NR : 0) + 3) / 4 * 4; }
+  __host__ __device__ int size() const { return oD() + 2 * T * kRows; }
 };
 
 // Early flush: the CTAs of a head count themselves in after staging the old window; the last one writes the new
@@ -253,9 +310,369 @@ __global__ void __launch_bounds__(kThreads, 4) conv_kernel(KParams p) {
 
 }
 
+// cp.async (sm_80+): global -> shared without registers; the whole window is staged in one round trip.
+__device__ __forceinline__ void cp_async16(void* s, const void* g) {
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(s));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* s, const void* g) {
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(s));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
+}
+
+// Raw codes of row r (lane's 4 elements) and its scale: loads only, decoded after the window has been staged so that
+// the state loads and the window's cp.async fly together.
+template <class C>
+struct RawRow {
+  std::uint32_t c[C::kBits == 32 ? 4 : (C::kBits == 16 ? 2 : 1)];
+  float s;
+};
+template <class C>
+__device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,
+                                         int lane, RawRow<C>& w) {
+  const std::size_t i = std::size_t(r) * p.K + 4 * lane;
+  if constexpr (C::kBits == 32) {
+    const uint4 u = *reinterpret_cast<const uint4*>(codes + i * 4);
+    w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+  } else if constexpr (C::kBits == 16) {
+    const uint2 u = *reinterpret_cast<const uint2*>(codes + i * 2);
+    w.c[0] = u.x, w.c[1] = u.y;
+  } else {
+    w.c[0] = *reinterpret_cast<const std::uint32_t*>(codes + i);
+  }
+  w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
+}
+template <class C>
+__device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
+  std::uint32_t c[4];
+  if constexpr (C::kBits == 32) {
+    c[0] = w.c[0], c[1] = w.c[1], c[2] = w.c[2], c[3] = w.c[3];
+  } else if constexpr (C::kBits == 16) {
+    c[0] = w.c[0] & 0xFFFFu, c[1] = w.c[0] >> 16, c[2] = w.c[1] & 0xFFFFu, c[3] = w.c[1] >> 16;
+  } else {
+    c[0] = w.c[0] & 0xFFu, c[1] = (w.c[0] >> 8) & 0xFFu, c[2] = (w.c[0] >> 16) & 0xFFu, c[3] = w.c[0] >> 24;
+  }
+  F4 y;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) y.x[e] = decode_code<C>(c[e]);
+  if (scaled<C>(p)) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) y.x[e] = formats::mul_rn(y.x[e], w.s);
+  }
+  return y;
+}
+
+// The non-flush ReplaySSM op (step without flush, verify without early flush): the hot path, 15 of 16 steps at L=16.
+// S_c rows are read once into registers (split u=hp: the HP rows after the tables); the window (a, k records, q, w
+// rows of the CTA, v, skip) is staged by cp.async in the same round trip; one thread per (draft t, record j) forms the
+// decay G_j (its own running product from the newest record: the same multiplications as emu::window_gammas), then
+// one warp per pair the coefficients G_j (k_j . k_t), G_j (k_j . q_t); then every warp runs its 4 rows' window sums,
+// records in increasing j (emu::window_sum), the 4 rows interleaved. kFlush: the step that fills the window (u, then
+// materialise + output + HP row + encode of the warp's rows). Writes: the appended records (w = u for GDN, v for
+// Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
+template <class C, bool kGdn, bool kFlush>
+__device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
+  const int b = hh / p.H, h = hh % p.H;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int r0 = sp * kRows, rr0 = warp * kRPW;
+  const bool act = 4 * lane < p.K;
+  const int K = p.K, V = p.V, K4 = K / 4;
+  const int grp = h / (p.H / p.G);
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  const int n = p.n[b];  // = m0: no early flush here
+  const int nd = kFlush ? 1 : (p.op == Op::verify ? p.T : 1);
+  const bool rows_ok = r0 + rr0 < V;  // V % 4 == 0: a warp's 4 rows are all valid or all not
+  // kFlush (a step that fills the window, not u=recompute): the LP checkpoint is read only where u comes from it (split)
+  // or it is the recurrence checkpoint (shared); the HP rows (split) are the checkpoint that is materialised.
+  const bool need_lp = !kFlush || !split || (kGdn && !u_hp);
+  const bool need_hp = kFlush ? split : u_hp;
+  auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
+
+  const Smem L{p.cap + p.T, p.T, K, recompute};
+  const int NR = L.NR;
+  float* sA = sm + L.oA();
+  float* sB = sm + L.oB();
+  float* sK = sm + L.oK();
+  float* sQ = sm + L.oQ();
+  float* sW = sm + L.oW();
+  float* sVt = sm + L.oVt();
+  float* sSk = sm + L.oSk();
+  float* sTot = sm + L.oTot();
+  float* sCU = sm + L.oCU();
+  float* sCO = sm + L.oCO();
+  float* sGd = sm + L.oGd();  // [t][NR]: G_j of draft t's window
+
+  // 1. The window by cp.async: records [0, n) from the buffer, this op's tokens at [n, n + nd).
+  RawRow<C> raw[kRPW];
+  F4 Sh[kRPW];
+  {
+    // Division-free mapping: a, beta one thread per record; k records and q one warp per row, lane = 16-byte chunk
+    // (K <= 128); w / v / skip rows 8 chunks of 4 rows per record.
+    const float* ra = p.ra + std::size_t(hh) * p.cap;
+    const float* rk = p.rk + std::size_t(hh) * p.cap * K + 4 * lane;
+    const float* rw = p.rw + std::size_t(hh) * p.cap * V + r0;
+    const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;  // token t: + t G K
+    const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+    const int GK = p.G * K;
+    const int W = n + nd;
+    if (tid < W) {
+      cp_async4(sA + tid, tid < n ? ra + tid : p.a + bt(tid - n) * p.H + h);
+      if (tid >= n) {
+        if (p.beta) cp_async4(sB + tid, p.beta + bt(tid - n) * p.H + h);
+        else sB[tid] = 1.0f;
+      }
+    }
+    if (act) {
+      for (int j = warp; j < W; j += kWarps)
+        cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+    }
+    {
+      const int c = 4 * (tid & 7);
+      if (r0 + c < V) {
+        for (int j = tid >> 3; j < n; j += kThreads / 8) cp_async16(sW + j * kRows + c, rw + j * V + c);
+        for (int t = tid >> 3; t < nd; t += kThreads / 8) {
+          const std::size_t o = (bt(t) * p.H + h) * V + r0 + c;
+          cp_async16(sVt + t * kRows + c, p.v + o);
+          if (!kGdn) cp_async16(sW + (n + t) * kRows + c, p.v + o);
+          if (p.skip) cp_async16(sSk + t * kRows + c, p.skip + o);
+        }
+      }
+    }
+  }
+  // 2. Checkpoint rows (raw codes) into registers, issued after the window's cp.async (so that the staging loops do
+  //    not hold them live) and before the wait: one round trip for both.
+  const std::uint8_t* codes = p.codes + std::size_t(hh) * p.code_bytes;
+  const std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
+#pragma unroll
+  for (int i = 0; i < kRPW; ++i) {
+    if (need_lp && rows_ok && act) load_raw<C>(p, codes, scales, r0 + rr0 + i, lane, raw[i]);
+  }
+  cp_async_wait_all();
+  __syncthreads();
+
+  // 3. Decays, then coefficient tables. (a) G_j of draft t's window (m = n + t + 1 records), one thread per (t, j):
+  //    G_{m-1} = 1, G_j = G_{j+1} a_{j+1} as its own running product from the newest record (emu::window_gammas'
+  //    multiplications, in its order); total_t = G_0 a_0. (b) one warp per (t, j): G_j (k_j . q_t) and, for j < n + t,
+  //    G_j (k_j . k_t) from one k_j load, both trees in one reduce-scatter.
+  {
+    const int W = n + nd;
+    for (int x = tid; x < nd * W; x += kThreads) {
+      const int t = x / W, j = x - t * W;
+      if (j > n + t) continue;
+      float g = 1.0f;
+#pragma unroll 4
+      for (int i = n + t; i > j; --i) g = formats::mul_rn(g, sA[i]);
+      sGd[t * NR + j] = g;
+      if (j == 0) sTot[t] = formats::mul_rn(g, sA[0]);
+    }
+  }
+  __syncthreads();
+  {
+    const int W = n + nd;
+    for (int task = warp; task < nd * W; task += kWarps) {
+      const int t = task / W, j = task - t * W;
+      if (j > n + t) continue;
+      const float g = sGd[t * NR + j];
+      const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float pu = 0.0f;
+      const bool has_u = kGdn && j < n + t;
+      if (has_u) {  // warp-uniform
+        const F4 yk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        pu = part4(xa, yk, act);
+      }
+      const float d = bfly_sum2(part4(xa, yq, act), pu, lane);  // lanes < 16: k_j . q_t; others: k_j . k_t
+      if (lane == 0) sCO[t * NR + j] = formats::mul_rn(g, d);  // emu::window_coefs
+      if (lane == 16 && has_u) sCU[t * NR + j] = formats::mul_rn(g, d);
+    }
+  }
+  __syncthreads();
+
+  // Per-head record fields of the appended tokens (CTA 0 of the head; no early flush: no other CTA reads these slots).
+  if (sp == 0) {
+    float* wa = p.ra + std::size_t(hh) * p.cap;
+    float* wb = p.rbeta + std::size_t(hh) * p.cap;
+    float* wk = p.rk + std::size_t(hh) * p.cap * K;
+    for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
+    for (int x = tid; x < nd * K4; x += kThreads) {
+      const int j = x / K4, c = 4 * (x % K4);
+      st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+    }
+  }
+  if (!rows_ok) return;
+  // Split u=hp: the HP rows (for S_c k only) are loaded here, a second round trip for that variant only, so that they
+  // do not hold 16 registers through the window phases.
+#pragma unroll
+  for (int i = 0; i < kRPW; ++i) {
+    Sh[i] = F4{{0, 0, 0, 0}};
+    if (need_hp && act) Sh[i] = ld4(p.hp + std::size_t(hh) * V * K + std::size_t(r0 + rr0 + i) * K + 4 * lane);
+  }
+  if constexpr (kFlush) {
+    // u of the appended record (GDN; emu::window_sum over the n old records), then materialise the warp's rows:
+    // N = total S + sum_{j <= n} (G_j w_j[r]) k_j (emu::window_state_elem), output N q, HP row (split), encode.
+    float* gw = p.rw + std::size_t(hh) * p.cap * V + r0 + rr0;
+    const float tot = sTot[0];
+    F4 S[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = (need_lp && act) ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
+    F4 wn;
+    if constexpr (kGdn) {
+      const F4 kk = act ? ld4(sK + n * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float U[kRPW];
+      if (u_hp) {
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(Sh[i], kk, act));
+      } else {
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(S[i], kk, act));
+      }
+#pragma unroll 4
+      for (int j = 0; j < n; ++j) {
+        const F4 w = ld4(sW + j * kRows + rr0);
+        const float c_u = sCU[j];
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
+      }
+      const float beta = sB[n];
+      const F4 vt = ld4(sVt + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
+      __syncwarp();
+      if (lane == 0) st4(sW + n * kRows + rr0, wn);
+      __syncwarp();
+    } else {
+      wn = ld4(sW + n * kRows + rr0);
+    }
+    if (lane == 0) st4(gw + std::size_t(n) * V, wn);
+    const F4 qq = act ? ld4(sQ + 4 * lane) : F4{{0, 0, 0, 0}};
+    F4 y;
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) {
+      const int r = r0 + rr0 + i;
+      F4 N;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) N.x[e] = formats::mul_rn(tot, split ? Sh[i].x[e] : S[i].x[e]);
+      for (int j = 0; j <= n; ++j) {
+        const float rc = formats::mul_rn(sGd[j], sW[j * kRows + rr0 + i]);
+        const F4 kj = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) N.x[e] = __fmaf_rn(rc, kj.x[e], N.x[e]);
+      }
+      y.x[i] = dot4(N, qq, act);
+      if (split && act) st4(p.hp + std::size_t(hh) * V * K + std::size_t(r) * K + 4 * lane, N);
+      encode_row<C>(p, N, p.codes + std::size_t(hh) * p.code_bytes, p.scales + std::size_t(hh) * p.scale_bytes, r,
+                    lane, act, std::uint32_t(hh), std::uint32_t(p.tok[b]));
+    }
+    if (p.skip) {
+      const F4 sk = ld4(sSk + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
+    }
+    if (lane == 0) st4(p.o + bt(0) * p.H * V + std::size_t(h) * V + r0 + rr0, y);
+    return;
+  }
+
+  // 4. Rows, first S_c q_t and S_c k_t of every draft by the canonical butterfly (the state registers die here), into
+  //    shared memory (this warp's rows only: no block barrier), then the window sums of the warp's 4 rows.
+  float* sDq = sm + L.oD() + rr0;            // [t][kRows]: (S_c q_t)_r
+  float* sDk = sm + L.oD() + nd * kRows + rr0;  // [t][kRows]: (S_c k_t)_r
+  {
+    F4 S[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = act ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
+    for (int t = 0; t < nd; ++t) {
+      static_assert(kRPW == 4, "bfly_sum4 reduces 4 rows");
+      const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
+                                 part4(S[3], qq, act), lane);
+      if (lane % 8 == 0) sDq[t * kRows + lane / 8] = dq;
+      if constexpr (kGdn) {
+        const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        float dk;
+        if (u_hp)
+          dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act), part4(Sh[3], kk, act),
+                         lane);
+        else
+          dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
+                         lane);
+        if (lane % 8 == 0) sDk[t * kRows + lane / 8] = dk;
+      }
+    }
+  }
+  __syncwarp();
+  float* gw = p.rw + std::size_t(hh) * p.cap * V + r0 + rr0;
+  float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V + r0 + rr0 : nullptr;
+  for (int t = 0; t < nd; ++t) {
+    const int jn = n + t;
+    const float tot = sTot[t];
+    float O[kRPW], U[kRPW];
+    {
+      const F4 dq = ld4(sDq + t * kRows);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) O[i] = formats::mul_rn(tot, dq.x[i]);
+      if constexpr (kGdn) {
+        const F4 dk = ld4(sDk + t * kRows);
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dk.x[i]);
+      }
+    }
+    const float* cu = sCU + t * NR;
+    const float* co = sCO + t * NR;
+#pragma unroll 4
+    for (int j = 0; j < jn; ++j) {
+      const F4 w = ld4(sW + j * kRows + rr0);
+      const float c_o = co[j];
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) O[i] = __fmaf_rn(c_o, w.x[i], O[i]);
+      if constexpr (kGdn) {
+        const float c_u = cu[j];
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
+      }
+    }
+    F4 wn;
+    if constexpr (kGdn) {
+      const float beta = sB[jn];
+      const F4 vt = ld4(sVt + t * kRows + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
+      __syncwarp();
+      if (lane == 0) {
+        st4(sW + jn * kRows + rr0, wn);
+        if (recompute) st4(gv + std::size_t(jn) * V, vt);
+      }
+      __syncwarp();
+    } else {
+      wn = ld4(sW + jn * kRows + rr0);
+    }
+    const float c_n = co[jn];
+    F4 y;
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) y.x[i] = __fmaf_rn(c_n, wn.x[i], O[i]);
+    if (p.skip) {
+      const F4 sk = ld4(sSk + t * kRows + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
+    }
+    if (lane == 0) {
+      st4(gw + std::size_t(jn) * V, wn);
+      st4(p.o + (bt(t) * p.H + h) * V + r0 + rr0, y);
+    }
+  }
+}
+
+// The flush path (1 / L of the steps, and verify's early flush): materialise + encode, the u=recompute chain.
+// Not inlined, so that its register pressure does not reach the lean path's allocation.
 template <class C, bool kGdn>
-__global__ void __launch_bounds__(kThreads, 3) replay_kernel(KParams p) {
-  extern __shared__ __align__(16) float sm[];
+__device__ __noinline__ void replay_flush(const KParams& p, float* sm) {
   const int nsplit = (p.V + kRows - 1) / kRows;
   const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
   const int b = hh / p.H, h = hh % p.H;
@@ -517,6 +934,22 @@ __global__ void __launch_bounds__(kThreads, 3) replay_kernel(KParams p) {
   }
 }
 
+// Which lean paths run (bit 0: non-flush, bit 1: step flush); REPLAYSSM_LEAN=0..3 in the environment overrides the
+// default 3 (diagnostics: the old code is kept for the early flush and u=recompute anyway).
+__device__ int g_lean = 3;
+
+template <class C, bool kGdn>
+__global__ void __launch_bounds__(kThreads, 4) replay_kernel(const __grid_constant__ KParams p) {
+  extern __shared__ __align__(16) float sm[];
+  const int b = int(blockIdx.x / unsigned((p.V + kRows - 1) / kRows)) / p.H;
+  const bool flush = p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
+  const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
+  const int lean = g_lean;
+  if ((lean & 1) && p.V % 4 == 0 && !flush) replay_lean<C, kGdn, false>(p, sm);  // hot path: 15 of 16 steps (L=16)
+  else if ((lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) replay_lean<C, kGdn, true>(p, sm);  // step flush
+  else replay_flush<C, kGdn>(p, sm);  // early flush (verify), u=recompute flush
+}
+
 inline std::size_t smem_bytes(const KParams& p) {
   if (p.policy == emu::Policy::conventional_shared) return 0;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
@@ -533,6 +966,7 @@ int launch_one(const KParams& p, cudaStream_t s) {
         p.scaling == formats::Scaling::head)
       return -1;
     if (p.op == Op::verify && p.T > p.max_drafts) return -1;
+    if (p.cap + p.T > kThreads) return -1;  // the lean path stages a / beta one thread per record
     const int nsplit = (p.V + kRows - 1) / kRows;
     const std::size_t sm = smem_bytes(p);
     if (sm > 200 * 1024) return -1;
@@ -542,6 +976,13 @@ int launch_one(const KParams& p, cudaStream_t s) {
       return int(cudaGetLastError());
     }
     if (std::size_t(p.B) * p.H > kCounters) return -1;
+    static const bool lean_set = [] {  // once per process, before any graph capture (the first launch is plain)
+      const char* e = std::getenv("REPLAYSSM_LEAN");
+      if (!e || !*e) return true;
+      const int v = std::atoi(e) & 3;
+      return cudaMemcpyToSymbol(g_lean, &v, sizeof v) == cudaSuccess;
+    }();
+    if (!lean_set) return int(cudaErrorInvalidValue);
     const cudaError_t e =
         cudaFuncSetAttribute(replay_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
     if (e != cudaSuccess) return int(e);
