@@ -1,5 +1,6 @@
 #include "emulation/decode_api.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace replayssm::emu {
@@ -61,15 +62,54 @@ StoreLayout store_layout(const Mode& m, int V, int K) {
   });
 }
 
-void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
-                 std::uint8_t* codes, std::uint8_t* scales) {
+namespace {
+
+// The head codecs, compiled twice from the same source: once for the build's baseline ISA and once for AVX2 (where
+// the element loops of the codecs vectorise). Exact IEEE operations and integer ops, no contraction: the same bits.
+inline void encode_body(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
+                        std::uint8_t* codes, std::uint8_t* scales) {
   const formats::CodecParams p{m.scaling, m.rounding, m.seed, head, step};
   formats::dispatch_format(m.format, [&](auto codec) { decltype(codec)::encode_state(x, V, K, p, codes, scales); });
 }
-
-void decode_head(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out) {
+inline void decode_body(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out) {
   const formats::CodecParams p{m.scaling, m.rounding, m.seed, 0, 0};
   formats::dispatch_format(m.format, [&](auto codec) { decltype(codec)::decode_state(codes, scales, V, K, p, out); });
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx2,fma"), flatten)) void encode_avx2(const Mode& m, const float* x, int V, int K,
+                                                              std::uint32_t head, std::uint32_t step,
+                                                              std::uint8_t* codes, std::uint8_t* scales) {
+  encode_body(m, x, V, K, head, step, codes, scales);
+}
+__attribute__((target("avx2,fma"), flatten)) void decode_avx2(const Mode& m, const std::uint8_t* codes,
+                                                              const std::uint8_t* scales, int V, int K, float* out) {
+  decode_body(m, codes, scales, V, K, out);
+}
+bool have_avx2() {
+  static const bool yes = std::getenv("REPLAYSSM_NO_AVX2") == nullptr && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma");
+  return yes;
+}
+#else
+bool have_avx2() { return false; }
+#endif
+
+}  // namespace
+
+void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
+                 std::uint8_t* codes, std::uint8_t* scales) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (have_avx2()) return encode_avx2(m, x, V, K, head, step, codes, scales);
+#endif
+  encode_body(m, x, V, K, head, step, codes, scales);
+}
+
+void decode_head(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (have_avx2()) return decode_avx2(m, codes, scales, V, K, out);
+#endif
+  decode_body(m, codes, scales, V, K, out);
 }
 
 }  // namespace replayssm::emu

@@ -82,6 +82,22 @@ REPLAYSSM_HD float window_state_elem(float total, float sc, const float* rowcoef
   return acc;
 }
 
+// window_sum for rows r = 0..V-1 at once (y[r], given Sc_x[r]); and window_state_elem for a whole row (c = 0..K-1).
+// The loops are interchanged (records outer) so that rows / columns vectorise on the host; every element still sees
+// exactly the operations of window_sum / window_state_elem, in the same order (same bits). Host emulation only.
+inline void window_sum_rows(float total, const float* Sc_x, const float* coef, const float* w, int w_stride, int m,
+                            int V, float* y) {
+  for (int r = 0; r < V; ++r) y[r] = REPLAYSSM_MUL(total, Sc_x[r]);
+  for (int j = 0; j < m; ++j)
+    for (int r = 0; r < V; ++r) y[r] = REPLAYSSM_FMA(coef[j], w[j * w_stride + r], y[r]);
+}
+inline void window_state_row(float total, const float* sc_row, const float* rowcoef, const float* k, int k_stride,
+                             int m, int K, float* out_row) {
+  for (int c = 0; c < K; ++c) out_row[c] = REPLAYSSM_MUL(total, sc_row[c]);
+  for (int j = 0; j < m; ++j)
+    for (int c = 0; c < K; ++c) out_row[c] = REPLAYSSM_FMA(rowcoef[j], k[j * k_stride + c], out_row[c]);
+}
+
 // Conventional step, first half: the decayed element a * s.
 REPLAYSSM_HD float conv_decay(float a, float s) { return REPLAYSSM_MUL(a, s); }
 // Conventional step, second half: s' = fmaf(w_r, k_c, a s)  (w = u for GDN, v for Mamba-2).

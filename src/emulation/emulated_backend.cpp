@@ -6,6 +6,7 @@
 
 #include "emulation/decode_api.h"
 #include "emulation/decode_math.h"
+#include "emulation/fast_dot.h"
 
 namespace replayssm::emu {
 namespace {
@@ -31,6 +32,17 @@ class EmulatedBackend final : public DecodeBackend {
     rk_.assign(m.replay() ? nh * cap * d.K : 0, 0.0f);
     rw_.assign(m.replay() ? nh * cap * d.V : 0, 0.0f);
     rv_.assign(m.recompute() ? nh * cap * d.V : 0, 0.0f);
+    ck_.assign(m.replay() ? nh * VK : 0, 0.0f);
+    work_.assign(VK, 0.0f);
+    win_G_.assign(cap + 1, 0.0f);
+    win_d_.assign(cap + 1, 0.0f);
+    win_c_.assign(cap + 1, 0.0f);
+    row_x_.assign(std::size_t(d.V), 0.0f);
+    row_y_.assign(std::size_t(d.V), 0.0f);
+    dot_ = canonical_dot_fn();
+    pdot_ = canonical_dot_prepared_fns();
+    prep_k_.assign(std::size_t(d.K), 0.0f);
+    prep_q_.assign(std::size_t(d.K), 0.0f);
     n_.assign(std::size_t(d.B), 0);
     tok_.assign(std::size_t(d.B), 0);
     pendingT_ = 0;
@@ -41,6 +53,7 @@ class EmulatedBackend final : public DecodeBackend {
       const float* s = S0 ? S0 + hh * VK : zero.data();
       encode_head(m_, s, d.V, d.K, uint32_t(hh), kInitStep, codes(hh), scales(hh));
       if (m.split()) std::copy(s, s + VK, hp(hh));
+      if (m.replay()) refresh_ckpt(hh);
     }
   }
 
@@ -193,30 +206,32 @@ class EmulatedBackend final : public DecodeBackend {
   float* rec_w(std::size_t hh) { return rw_.data() + hh * cap() * d_.V; }
   float* rec_v(std::size_t hh) { return rv_.data() + hh * cap() * d_.V; }
 
-  // The checkpoint that serves outputs: the F store (shared) or the LP copy (split), decoded.
-  void out_ckpt(std::size_t hh, float* S) { decode_head(m_, codes(hh), scales(hh), d_.V, d_.K, S); }
-  // The checkpoint that carries the recurrence: HP under split, the F store otherwise.
-  void rec_ckpt(std::size_t hh, float* S) {
-    if (m_.split())
-      std::copy(hp(hh), hp(hh) + std::size_t(d_.V) * d_.K, S);
-    else
-      out_ckpt(hh, S);
+  // The checkpoint that serves outputs: the F store (shared) or the LP copy (split), decoded. It changes only at
+  // init and flushes, so it is decoded there (refresh_ckpt) instead of at every step: the same values.
+  const float* out_ckpt(std::size_t hh) const { return ck_.data() + hh * std::size_t(d_.V) * d_.K; }
+  void refresh_ckpt(std::size_t hh) {
+    decode_head(m_, codes(hh), scales(hh), d_.V, d_.K, ck_.data() + hh * std::size_t(d_.V) * d_.K);
   }
+  // The checkpoint that carries the recurrence: HP under split, the F store otherwise.
+  const float* rec_ckpt(std::size_t hh) { return m_.split() ? hp(hh) : out_ckpt(hh); }
 
   // Conventional: T tokens from the stored state, FP32 in between; each step's state is quantised into the
   // store (step) or snapshot i (verify). o is [T][V].
   void conv_chain(std::size_t hh, const Tok* toks, int T, float* o, std::uint32_t tok0, bool snapshots) {
     const int V = d_.V, K = d_.K;
-    std::vector<float> S(std::size_t(V) * K);
+    std::vector<float>& S = work_;
     decode_head(m_, codes(hh), scales(hh), V, K, S.data());
     for (int i = 0; i < T; ++i) {
       const Tok& t = toks[i];
+      float *pk = prep_k_.data(), *pq = prep_q_.data();
+      if (m_.arch == Arch::gdn) pdot_.prepare(t.k, K, pk);
+      pdot_.prepare(t.q, K, pq);
       for (int r = 0; r < V; ++r) {
         float* row = S.data() + std::size_t(r) * K;
         for (int c = 0; c < K; ++c) row[c] = conv_decay(t.a, row[c]);
-        const float w = m_.arch == Arch::gdn ? gdn_u(t.beta, t.v[r], canonical_dot(row, t.k, K)) : t.v[r];
+        const float w = m_.arch == Arch::gdn ? gdn_u(t.beta, t.v[r], pdot_.dot_prepared(row, pk, K)) : t.v[r];
         for (int c = 0; c < K; ++c) row[c] = conv_update(w, t.k[c], row[c]);
-        o[std::size_t(i) * V + r] = add_skip(canonical_dot(row, t.q, K), t.skip, r);
+        o[std::size_t(i) * V + r] = add_skip(pdot_.dot_prepared(row, pq, K), t.skip, r);
       }
       if (snapshots) {
         const std::size_t slot = hh * m_.max_drafts + std::size_t(i);
@@ -235,16 +250,16 @@ class EmulatedBackend final : public DecodeBackend {
     const float* rk = rec_k(hh);
     float* rw = rec_w(hh);
     const float* k = rk + std::size_t(i) * K;
-    const std::size_t ni = static_cast<std::size_t>(i) + 1;
-    std::vector<float> G(ni), d(ni), coef(ni);
-    const float total = window_gammas(a, i + 1, G.data());
-    for (int j = 0; j < i; ++j) d[std::size_t(j)] = canonical_dot(rk + std::size_t(j) * K, k, K);
-    window_coefs(G.data(), d.data(), i, coef.data());
-    for (int r = 0; r < V; ++r) {
-      const float sck = canonical_dot(S + std::size_t(r) * K, k, K);
-      const float ask = window_sum(total, sck, coef.data(), rw, V, r, i);
-      rw[std::size_t(i) * V + r] = gdn_u(beta, v[r], ask);
-    }
+    float *G = win_G_.data(), *d = win_d_.data(), *coef = win_c_.data();
+    const float total = window_gammas(a, i + 1, G);
+    float* pk = prep_k_.data();
+    pdot_.prepare(k, K, pk);
+    for (int j = 0; j < i; ++j) d[std::size_t(j)] = pdot_.dot_prepared(rk + std::size_t(j) * K, pk, K);
+    window_coefs(G, d, i, coef);
+    float *sck = row_x_.data(), *ask = row_y_.data();
+    for (int r = 0; r < V; ++r) sck[r] = pdot_.dot_prepared(S + std::size_t(r) * K, pk, K);
+    window_sum_rows(total, sck, coef, rw, V, i, V, ask);  // = window_sum(total, sck[r], coef, rw, V, r, i) per row
+    for (int r = 0; r < V; ++r) rw[std::size_t(i) * V + r] = gdn_u(beta, v[r], ask[r]);
   }
 
   // Appends token t as record i (0-based) of head hh's window.
@@ -258,45 +273,41 @@ class EmulatedBackend final : public DecodeBackend {
       std::copy(t.v, t.v + V, rec_w(hh) + std::size_t(i) * V);
       return;
     }
-    std::vector<float> S(std::size_t(V) * K);
     // u source: shared -> the F checkpoint; split -> HP (u=hp) or the LP copy (u=lp, and u=recompute between flushes)
-    if (m_.split() && m_.usource == USource::hp)
-      std::copy(hp(hh), hp(hh) + S.size(), S.data());
-    else
-      out_ckpt(hh, S.data());
-    gdn_record_u(hh, S.data(), i, t.beta, t.v);
+    const float* S = m_.split() && m_.usource == USource::hp ? hp(hh) : out_ckpt(hh);
+    gdn_record_u(hh, S, i, t.beta, t.v);
   }
 
   // Non-flush output over the first m records, from the output checkpoint.
   void replay_output(std::size_t hh, int m, const Tok& t, float* o) {
     const int V = d_.V, K = d_.K;
-    const std::size_t mm = static_cast<std::size_t>(m);
-    std::vector<float> S(static_cast<std::size_t>(V) * K), G(mm), d(mm), coef(mm);
-    out_ckpt(hh, S.data());
-    const float total = window_gammas(rec_a(hh), m, G.data());
-    for (int j = 0; j < m; ++j) d[std::size_t(j)] = canonical_dot(rec_k(hh) + std::size_t(j) * K, t.q, K);
-    window_coefs(G.data(), d.data(), m, coef.data());
-    for (int r = 0; r < V; ++r)
-      o[r] = add_skip(window_sum(total, canonical_dot(S.data() + std::size_t(r) * K, t.q, K), coef.data(), rec_w(hh), V,
-                                 r, m),
-                      t.skip, r);
+    const float* S = out_ckpt(hh);
+    float *G = win_G_.data(), *d = win_d_.data(), *coef = win_c_.data();
+    const float total = window_gammas(rec_a(hh), m, G);
+    float* pq = prep_q_.data();
+    pdot_.prepare(t.q, K, pq);
+    for (int j = 0; j < m; ++j) d[std::size_t(j)] = pdot_.dot_prepared(rec_k(hh) + std::size_t(j) * K, pq, K);
+    window_coefs(G, d, m, coef);
+    float *scq = row_x_.data(), *y = row_y_.data();
+    for (int r = 0; r < V; ++r) scq[r] = pdot_.dot_prepared(S + std::size_t(r) * K, pq, K);
+    window_sum_rows(total, scq, coef, rec_w(hh), V, m, V, y);  // = window_sum(total, scq[r], coef, w, V, r, m) per row
+    for (int r = 0; r < V; ++r) o[r] = add_skip(y[r], t.skip, r);
   }
 
   // S_{c+m} from the recurrence checkpoint and the first m records (recompute: u's re-derived from HP first).
   void materialise(std::size_t hh, int m, float* out) {
     const int V = d_.V, K = d_.K;
-    std::vector<float> S(std::size_t(V) * K), G(std::size_t(m) + 1), rowcoef(std::size_t(m) + 1);
-    rec_ckpt(hh, S.data());
+    const float* S = rec_ckpt(hh);
     if (m_.recompute())
-      for (int i = 0; i < m; ++i) gdn_record_u(hh, S.data(), i, rec_beta(hh)[i], rec_v(hh) + std::size_t(i) * V);
-    const float total = window_gammas(rec_a(hh), m, G.data());
+      for (int i = 0; i < m; ++i) gdn_record_u(hh, S, i, rec_beta(hh)[i], rec_v(hh) + std::size_t(i) * V);
+    float *G = win_G_.data(), *rowcoef = win_c_.data();
+    const float total = window_gammas(rec_a(hh), m, G);
     const float* rw = rec_w(hh);
     const float* rk = rec_k(hh);
     for (int r = 0; r < V; ++r) {
       for (int j = 0; j < m; ++j) rowcoef[std::size_t(j)] = REPLAYSSM_MUL(G[std::size_t(j)], rw[std::size_t(j) * V + r]);
-      for (int c = 0; c < K; ++c)
-        out[std::size_t(r) * K + c] =
-            window_state_elem(total, S[std::size_t(r) * K + c], rowcoef.data(), rk + c, K, m);
+      // = window_state_elem(total, S[r][c], rowcoef, rk + c, K, m) for every column c
+      window_state_row(total, S + std::size_t(r) * K, rowcoef, rk, K, m, K, out + std::size_t(r) * K);
     }
   }
 
@@ -304,12 +315,13 @@ class EmulatedBackend final : public DecodeBackend {
   // its output from the new state.
   void flush_window(std::size_t hh, int m, std::uint32_t tok, const Tok* t, float* o) {
     const int V = d_.V, K = d_.K;
-    std::vector<float> S(std::size_t(V) * K);
+    std::vector<float>& S = work_;
     materialise(hh, m, S.data());
     if (t)
-      for (int r = 0; r < V; ++r) o[r] = add_skip(canonical_dot(S.data() + std::size_t(r) * K, t->q, K), t->skip, r);
+      for (int r = 0; r < V; ++r) o[r] = add_skip(dot_(S.data() + std::size_t(r) * K, t->q, K), t->skip, r);
     if (m_.split()) std::copy(S.begin(), S.end(), hp(hh));
     encode_head(m_, S.data(), V, K, uint32_t(hh), tok, codes(hh), scales(hh));
+    refresh_ckpt(hh);
   }
 
   Dims d_;
@@ -317,6 +329,13 @@ class EmulatedBackend final : public DecodeBackend {
   StoreLayout lay_;
   std::vector<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
   std::vector<float> hp_, ra_, rbeta_, rk_, rw_, rv_;
+  std::vector<float> ck_;                      // replay: the decoded output checkpoint of every head
+  std::vector<float> work_;                    // one head state of scratch (conventional chain, flush)
+  std::vector<float> win_G_, win_d_, win_c_;   // window decays, dots and coefficients (capacity + 1)
+  std::vector<float> row_x_, row_y_;           // per-row values of one head ([V])
+  DotFn dot_ = canonical_dot_fn();
+  PreparedDot pdot_ = canonical_dot_prepared_fns();  // one vector against many rows
+  std::vector<float> prep_k_, prep_q_;                // k_t / q_t arranged for pdot_ ([K])
   std::vector<int> n_, tok_;
   int pendingT_ = 0;
   long flushes_ = 0;

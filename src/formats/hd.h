@@ -58,6 +58,18 @@ REPLAYSSM_HD float amax_ignore_nan(float acc, float x) {
   const float a = abs_f(x);
   return (a > acc) ? a : acc;
 }
+// amax_ignore_nan over x[0..n) starting from acc (+0 or a previous amax). The maximum is order-free, and on non-NaN
+// magnitudes the float order is the unsigned order of their bits, so it is taken as an integer max reduction (a
+// vectorisable loop) with NaN mapped to 0: the same value as the sequential loop.
+REPLAYSSM_HD float amax_ignore_nan_n(const float* x, int n, float acc) {
+  uint32_t m = float_to_bits(acc);
+  for (int k = 0; k < n; ++k) {
+    uint32_t a = float_to_bits(x[k]) & 0x7FFFFFFFu;
+    a &= 0u - static_cast<uint32_t>(a <= 0x7F800000u);  // NaN -> 0 (as a mask: GCC vectorises this form)
+    m = m > a ? m : a;
+  }
+  return bits_to_float(m);
+}
 // max(acc, |x|) where a NaN anywhere makes the result NaN (OCP MX: a NaN in a block makes its scale NaN).
 REPLAYSSM_HD float amax_propagate_nan(float acc, float x) {
   const float a = abs_f(x);

@@ -19,8 +19,29 @@ namespace detail {
 // |x| = M * 2^E exactly (M < 2^24). The target's quantum in x's binade is 2^(max(e_x, EMIN) - MBITS); the s
 // bits of M below it are the remainder R. RNE: up iff R > half or (R == half and the code is odd).
 // SR: up iff rnd < floor(R / 2^s * 2^32), i.e. with probability (|x| - lo) / (hi - lo) to 32 bits.
+//
+// RNE is written branch-free (selects only, so that element loops vectorise): a float subnormal is taken as exponent
+// field 1 (the same E = -149, and its binade is below EMIN either way), and shifts past 25 are clamped to 25 (M < 2^24
+// is then below half: T = 0, no rounding up, as for any larger shift).
+template <int MBITS, int EMIN>
+REPLAYSSM_HD uint32_t round_magnitude_rne(uint32_t abits) {
+  const uint32_t efield = abits >> 23;
+  const uint32_t mant = abits & 0x7FFFFFu;
+  const uint32_t M = efield == 0u ? mant : (mant | 0x800000u);
+  const int32_t ef = efield == 0u ? 1 : static_cast<int32_t>(efield);
+  const int32_t eb = ef - 127 > EMIN ? ef - 127 : EMIN;
+  const int32_t s0 = (eb - MBITS) - (ef - 150);  // >= 13
+  const uint32_t s = static_cast<uint32_t>(s0 < 25 ? s0 : 25);
+  const uint32_t T = M >> s;
+  const uint32_t R = M & ((1u << s) - 1u);
+  const uint32_t half = 1u << (s - 1u);
+  const uint32_t up = (R > half ? 1u : 0u) | ((R == half ? 1u : 0u) & T);
+  return ((static_cast<uint32_t>(eb - EMIN) << MBITS) + T) + up;
+}
+
 template <int MBITS, int EMIN>
 REPLAYSSM_HD uint32_t round_magnitude(uint32_t abits, Rounding r, uint32_t rnd) {
+  if (r == Rounding::rne) return round_magnitude_rne<MBITS, EMIN>(abits);
   if (abits == 0u) return 0u;
   const uint32_t efield = abits >> 23;
   const uint32_t mant = abits & 0x7FFFFFu;
@@ -67,13 +88,15 @@ template <int MBITS, int EMIN>
 REPLAYSSM_HD float magnitude_value(uint32_t code) {
   const uint32_t efield = code >> MBITS;
   const uint32_t mant = code & ((1u << MBITS) - 1u);
-  if (efield == 0u) {
-    // subnormal: mant * 2^(EMIN - MBITS), exact (2^(EMIN-MBITS) >= 2^-136 would be a float subnormal only for
-    // bf16, whose subnormals are decoded by bit shifting instead)
-    return mul_rn(static_cast<float>(mant), bits_to_float(static_cast<uint32_t>(127 + EMIN - MBITS) << 23));
-  }
+  // subnormal: mant * 2^(EMIN - MBITS), exact (2^(EMIN-MBITS) >= 2^-136 would be a float subnormal only for
+  // bf16, whose subnormals are decoded by bit shifting instead). Both forms are computed and one selected (no branch:
+  // element loops vectorise).
+  const float sub =
+      mul_rn(static_cast<float>(static_cast<int32_t>(mant)), bits_to_float(static_cast<uint32_t>(127 + EMIN - MBITS) << 23));
   const uint32_t fexp = static_cast<uint32_t>(static_cast<int>(efield) - 1 + EMIN + 127);
-  return bits_to_float((fexp << 23) | (mant << (23 - MBITS)));
+  const uint32_t normal = (fexp << 23) | (mant << (23 - MBITS));
+  const uint32_t is_sub = 0u - static_cast<uint32_t>(efield == 0u);  // a mask, so that `sub` is not computed under a branch
+  return bits_to_float((float_to_bits(sub) & is_sub) | (normal & ~is_sub));
 }
 
 }  // namespace detail
@@ -83,14 +106,16 @@ REPLAYSSM_HD uint16_t bf16_encode(float x, Rounding r = Rounding::rne, uint32_t 
   const uint32_t b = float_to_bits(x);
   const uint32_t sign = (b >> 16) & 0x8000u;
   const uint32_t a = b & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return 0x7FFFu;
-  if (a == 0x7F800000u) return static_cast<uint16_t>(sign | 0x7F80u);
-  uint32_t c = detail::round_magnitude<7, -126>(a, r, rnd);
-  if (c > 0x7F7Fu) {  // past the largest finite value
-    c = (r == Rounding::sr) ? detail::round_magnitude<7, -126>(a, Rounding::rne, 0) : c;
-    if (c > 0x7F80u) c = 0x7F80u;
-  }
-  return static_cast<uint16_t>(sign | c);
+  const uint32_t af = a < 0x7F800000u ? a : 0u;  // NaN / Inf are selected below
+  // RNE: bf16 shares float32's exponent, so round_magnitude<7, -126> keeps the top 16 bits of |x| and rounds the low
+  // 16 to nearest even (subnormals and the carry into the exponent included): the classic add-and-shift, same bits.
+  uint32_t c = r == Rounding::rne ? (af + 0x7FFFu + ((af >> 16) & 1u)) >> 16 : detail::round_magnitude<7, -126>(af, r, rnd);
+  // past the largest finite value: SR takes the RNE result; either way at most Inf
+  if (r == Rounding::sr && c > 0x7F7Fu) c = detail::round_magnitude_rne<7, -126>(af);
+  c = c > 0x7F80u ? 0x7F80u : c;
+  c = a == 0x7F800000u ? 0x7F80u : c;
+  c = a > 0x7F800000u ? 0x7FFFu : (sign | c);
+  return static_cast<uint16_t>(c);
 }
 REPLAYSSM_HD float bf16_decode(uint16_t c) { return bits_to_float(static_cast<uint32_t>(c) << 16); }
 
@@ -122,16 +147,18 @@ REPLAYSSM_HD uint8_t e4m3_encode(float x, Rounding r = Rounding::rne, uint32_t r
   const uint32_t b = float_to_bits(x);
   const uint32_t sign = (b >> 24) & 0x80u;
   const uint32_t a = b & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return 0x7Fu;
-  uint32_t c = (a == 0x7F800000u) ? 0x7Eu : detail::round_magnitude<3, -6>(a, r, rnd);
-  if (c > 0x7Eu) c = 0x7Eu;
-  return static_cast<uint8_t>(sign | c);
+  uint32_t c = detail::round_magnitude<3, -6>(a < 0x7F800000u ? a : 0u, r, rnd);
+  c = c > 0x7Eu ? 0x7Eu : c;
+  c = a == 0x7F800000u ? 0x7Eu : c;
+  c = a > 0x7F800000u ? 0x7Fu : (sign | c);
+  return static_cast<uint8_t>(c);
 }
 REPLAYSSM_HD float e4m3_decode(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
   const uint32_t m = c & 0x7Fu;
-  if (m == 0x7Fu) return bits_to_float(0x7FFFFFFFu);
-  return bits_to_float(sign | float_to_bits(detail::magnitude_value<3, -6>(m)));
+  const uint32_t value = sign | float_to_bits(detail::magnitude_value<3, -6>(m));
+  const uint32_t nan = 0u - static_cast<uint32_t>(m == 0x7Fu);  // a mask (no branch around the value)
+  return bits_to_float((0x7FFFFFFFu & nan) | (value & ~nan));
 }
 
 // ---- FP8 E5M2: 1-5-2, bias 15, max 57344, Inf 0x7C, NaN 0x7D-0x7F. satfinite: |x| > 57344 and +-Inf -> +-57344;
@@ -161,10 +188,11 @@ REPLAYSSM_HD uint8_t e2m1_encode(float x, Rounding r = Rounding::rne, uint32_t r
   const uint32_t b = float_to_bits(x);
   const uint32_t sign = (b >> 28) & 0x8u;
   const uint32_t a = b & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return 0x7u;
-  uint32_t c = (a == 0x7F800000u) ? 0x7u : detail::round_magnitude<1, 0>(a, r, rnd);
-  if (c > 0x7u) c = 0x7u;
-  return static_cast<uint8_t>(sign | c);
+  uint32_t c = detail::round_magnitude<1, 0>(a < 0x7F800000u ? a : 0u, r, rnd);
+  c = c > 0x7u ? 0x7u : c;
+  c = a == 0x7F800000u ? 0x7u : c;
+  c = a > 0x7F800000u ? 0x7u : (sign | c);
+  return static_cast<uint8_t>(c);
 }
 REPLAYSSM_HD float e2m1_decode(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x8u) << 28;

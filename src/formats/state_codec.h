@@ -30,6 +30,7 @@
 #include "formats/hd.h"
 #include "formats/minifloat.h"
 #include "formats/sr_hash.h"
+#include "formats/storage.h"
 
 namespace replayssm::formats {
 
@@ -45,41 +46,6 @@ REPLAYSSM_HD uint32_t element_rand_bits(const CodecParams& p, int v, int k) {
   return p.rounding == Rounding::sr
              ? sr_bits(p.seed, p.head, static_cast<uint32_t>(v), static_cast<uint32_t>(k), p.step)
              : 0u;
-}
-
-// ---- raw little-endian storage helpers ----
-REPLAYSSM_HD void store_f32(uint8_t* p, float f) {
-  const uint32_t u = float_to_bits(f);
-  p[0] = static_cast<uint8_t>(u);
-  p[1] = static_cast<uint8_t>(u >> 8);
-  p[2] = static_cast<uint8_t>(u >> 16);
-  p[3] = static_cast<uint8_t>(u >> 24);
-}
-REPLAYSSM_HD float load_f32(const uint8_t* p) {
-  return bits_to_float(static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-                       (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24));
-}
-
-// Store / load code i of a packed array of kBits-wide codes (kBits in {4, 8, 16, 32}).
-template <int kBits>
-REPLAYSSM_HD void store_code(uint8_t* codes, std::size_t i, uint32_t c) {
-  if constexpr (kBits == 4) {
-    uint8_t& byte = codes[i / 2];
-    byte = (i & 1u) ? static_cast<uint8_t>((byte & 0x0Fu) | ((c & 0xFu) << 4))
-                    : static_cast<uint8_t>((byte & 0xF0u) | (c & 0xFu));
-  } else {
-    for (int b = 0; b < kBits / 8; ++b) codes[i * (kBits / 8) + b] = static_cast<uint8_t>(c >> (8 * b));
-  }
-}
-template <int kBits>
-REPLAYSSM_HD uint32_t load_code(const uint8_t* codes, std::size_t i) {
-  if constexpr (kBits == 4) {
-    return (i & 1u) ? (codes[i / 2] >> 4) & 0xFu : codes[i / 2] & 0xFu;
-  } else {
-    uint32_t c = 0;
-    for (int b = 0; b < kBits / 8; ++b) c |= static_cast<uint32_t>(codes[i * (kBits / 8) + b]) << (8 * b);
-    return c;
-  }
 }
 
 REPLAYSSM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -110,6 +76,12 @@ struct UnscaledCodec : PackedCodes<Derived, kBitsT> {
   }
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* /*scales*/) {
+    if (p.rounding == Rounding::rne) {
+      const std::size_t n = static_cast<std::size_t>(V) * K;
+      for (std::size_t i = 0; i < n; ++i)
+        store_code<kBits>(codes, i, static_cast<uint32_t>(Derived::encode(x[i], Rounding::rne, 0u)));
+      return;
+    }
     for (int v = 0; v < V; ++v)
       for (int k = 0; k < K; ++k) {
         const std::size_t i = static_cast<std::size_t>(v) * K + k;
@@ -149,57 +121,71 @@ struct FloatScaledCodec : PackedCodes<Derived, 8> {
     return PackedCodes<Derived, 8>::code_bytes(V, K) + scale_bytes(V, K, s);
   }
 
+  // One scale group: elements [k0, k1) of row v (a head group is every row, [0, K)). amax is order-free (NaN ignored);
+  // the reciprocal of the group's scale is formed once per group (the same value as forming it per element).
+  REPLAYSSM_HD static float group_amax(const float* row, int k0, int k1, float m) {
+    return amax_ignore_nan_n(row + k0, k1 - k0, m);
+  }
+  REPLAYSSM_HD static void encode_group(const float* row, int v, int k0, int k1, int K, float inv, bool scaled,
+                                        const CodecParams& p, uint8_t* codes) {
+    uint8_t* out = codes + static_cast<std::size_t>(v) * K;
+    if (p.rounding == Rounding::rne) {
+      if (scaled)
+        for (int k = k0; k < k1; ++k) out[k] = static_cast<uint8_t>(Derived::encode(mul_rn(row[k], inv), Rounding::rne, 0u));
+      else
+        for (int k = k0; k < k1; ++k) out[k] = static_cast<uint8_t>(Derived::encode(row[k], Rounding::rne, 0u));
+      return;
+    }
+    for (int k = k0; k < k1; ++k)
+      out[k] = static_cast<uint8_t>(Derived::encode(scaled ? mul_rn(row[k], inv) : row[k], p.rounding,
+                                                    element_rand_bits(p, v, k)));
+  }
+
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* scales) {
     const Scaling s = p.scaling;
-    if (s != Scaling::none) {
-      const int n = num_scales(V, K, s);
-      // amax per scale group, then the scale, written in place
-      for (int j = 0; j < n; ++j) store_f32(scales + 4 * j, 0.0f);
-      // amax is order-free; it is carried in a register while consecutive elements share a group.
-      int group = -1;
-      float m = 0.0f;
-      for (int v = 0; v < V; ++v)
-        for (int k = 0; k < K; ++k) {
-          const int j = scale_index(v, k, K, s);
-          if (j != group) {
-            if (group >= 0) store_f32(scales + 4 * group, m);
-            group = j;
-            m = load_f32(scales + 4 * j);
-          }
-          m = amax_ignore_nan(m, x[static_cast<std::size_t>(v) * K + k]);
-        }
-      if (group >= 0) store_f32(scales + 4 * group, m);
-      for (int j = 0; j < n; ++j) store_f32(scales + 4 * j, scale_from_amax(load_f32(scales + 4 * j)));
+    if (s == Scaling::none) {
+      for (int v = 0; v < V; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, 1.0f, false, p, codes);
+      return;
     }
-    // The reciprocal of a group's scale is formed once per group (same value as forming it per element).
-    int group = -1;
-    float inv = 1.0f;
-    for (int v = 0; v < V; ++v)
-      for (int k = 0; k < K; ++k) {
-        const std::size_t i = static_cast<std::size_t>(v) * K + k;
-        float xs = x[i];
-        if (s != Scaling::none) {
-          const int j = scale_index(v, k, K, s);
-          if (j != group) {
-            group = j;
-            inv = div_rn(1.0f, load_f32(scales + 4 * j));
-          }
-          xs = mul_rn(xs, inv);
-        }
-        const code_t c = Derived::encode(xs, p.rounding, element_rand_bits(p, v, k));
-        store_code<8>(codes, i, static_cast<uint8_t>(c));
+    if (s == Scaling::head) {
+      float m = 0.0f;
+      for (int v = 0; v < V; ++v) m = group_amax(x + static_cast<std::size_t>(v) * K, 0, K, m);
+      const float sc = scale_from_amax(m);
+      store_f32(scales, sc);
+      const float inv = div_rn(1.0f, sc);
+      for (int v = 0; v < V; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, inv, true, p, codes);
+      return;
+    }
+    // row: one group per row; block: kBlock-wide groups along K (a short last block when K % kBlock != 0)
+    const int width = s == Scaling::row ? K : kBlock;
+    for (int v = 0; v < V; ++v) {
+      const float* row = x + static_cast<std::size_t>(v) * K;
+      for (int k0 = 0; k0 < K; k0 += width) {
+        const int k1 = k0 + width < K ? k0 + width : K;
+        const float sc = scale_from_amax(group_amax(row, k0, k1, 0.0f));
+        store_f32(scales + 4 * scale_index(v, k0, K, s), sc);
+        encode_group(row, v, k0, k1, K, div_rn(1.0f, sc), true, p, codes);
       }
+    }
   }
   REPLAYSSM_HD static void decode_state(const uint8_t* codes, const uint8_t* scales, int V, int K,
                                         const CodecParams& p, float* out) {
-    for (int v = 0; v < V; ++v)
-      for (int k = 0; k < K; ++k) {
-        const std::size_t i = static_cast<std::size_t>(v) * K + k;
-        float y = Derived::decode(static_cast<code_t>(codes[i]));
-        if (p.scaling != Scaling::none) y = mul_rn(y, load_f32(scales + 4 * scale_index(v, k, K, p.scaling)));
-        out[i] = y;
+    const Scaling s = p.scaling;
+    const int width = s == Scaling::block ? kBlock : K;
+    for (int v = 0; v < V; ++v) {
+      const uint8_t* c = codes + static_cast<std::size_t>(v) * K;
+      float* o = out + static_cast<std::size_t>(v) * K;
+      for (int k0 = 0; k0 < K; k0 += width) {
+        const int k1 = k0 + width < K ? k0 + width : K;
+        if (s == Scaling::none) {
+          for (int k = k0; k < k1; ++k) o[k] = Derived::decode(static_cast<code_t>(c[k]));
+        } else {
+          const float sc = load_f32(scales + 4 * scale_index(v, k0, K, s));
+          for (int k = k0; k < k1; ++k) o[k] = mul_rn(Derived::decode(static_cast<code_t>(c[k])), sc);
+        }
       }
+    }
   }
 };
 
@@ -246,10 +232,14 @@ struct MxCodec : PackedCodes<Derived, kBitsT> {
                                         const CodecParams& /*p*/, float* out) {
     const int nb = ceil_div(K, kBlock);
     for (int v = 0; v < V; ++v)
-      for (int k = 0; k < K; ++k) {
-        const std::size_t i = static_cast<std::size_t>(v) * K + k;
-        out[i] = mul_rn(Derived::decode(static_cast<code_t>(load_code<kBits>(codes, i))),
-                        e8m0_decode(scales[v * nb + k / kBlock]));
+      for (int b = 0; b < nb; ++b) {
+        const int k0 = b * kBlock;
+        const int k1 = k0 + kBlock < K ? k0 + kBlock : K;
+        const float sc = e8m0_decode(scales[v * nb + b]);
+        for (int k = k0; k < k1; ++k) {
+          const std::size_t i = static_cast<std::size_t>(v) * K + k;
+          out[i] = mul_rn(Derived::decode(static_cast<code_t>(load_code<kBits>(codes, i))), sc);
+        }
       }
   }
 };
@@ -337,6 +327,7 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
   using code_t = uint8_t;
   static constexpr int kBits = 4;
   static constexpr int kBlock = 16;
+  static constexpr int kChunk = 128;  // elements per chunk of encode_state / decode_state (a multiple of kBlock)
   static constexpr float kMax = kE2M1Max;
   static constexpr float kFp4MaxInv = 1.0f / 6.0f;
   static constexpr float kDecodeFactor = static_cast<float>(1.0 / (6.0 * 448.0));
@@ -350,12 +341,20 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
     if (head_amax == 0.0f || s == 0.0f) return 1.0f;
     return s;
   }
+  // The per-head factors of the two block formulas, formed once per head by encode_state.
+  REPLAYSSM_HD static float block_scale_factor(float s_enc) { return mul_rn(s_enc, kFp4MaxInv); }
+  REPLAYSSM_HD static float decode_scale(float s_enc) { return div_rn(1.0f, s_enc); }
+  REPLAYSSM_HD static uint8_t block_scale_code_f(float block_amax, float scale_factor) {
+    return e4m3_encode(fmin_flt_max(mul_rn(block_amax, scale_factor)));
+  }
+  REPLAYSSM_HD static float block_encode_multiplier_d(uint8_t scale_code, float s_dec) {
+    return fmin_flt_max(div_rn(1.0f, mul_rn(e4m3_decode(scale_code), s_dec)));
+  }
   REPLAYSSM_HD static uint8_t block_scale_code(float block_amax, float s_enc) {
-    return e4m3_encode(fmin_flt_max(mul_rn(block_amax, mul_rn(s_enc, kFp4MaxInv))));
+    return block_scale_code_f(block_amax, block_scale_factor(s_enc));
   }
   REPLAYSSM_HD static float block_encode_multiplier(uint8_t scale_code, float s_enc) {
-    const float s_dec = div_rn(1.0f, s_enc);
-    return fmin_flt_max(div_rn(1.0f, mul_rn(e4m3_decode(scale_code), s_dec)));
+    return block_encode_multiplier_d(scale_code, decode_scale(s_enc));
   }
   REPLAYSSM_HD static float block_decode_multiplier(uint8_t scale_code, float head_amax) {
     return mul_rn(mul_rn(e4m3_decode(scale_code), head_amax), kDecodeFactor);
@@ -368,37 +367,82 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
 
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* scales) {
-    const std::size_t n = static_cast<std::size_t>(V) * K;
     float head_amax = 0.0f;
-    for (std::size_t i = 0; i < n; ++i) head_amax = amax_ignore_nan(head_amax, x[i]);
+    for (int v = 0; v < V; ++v) head_amax = amax_ignore_nan_n(x + static_cast<std::size_t>(v) * K, K, head_amax);
     store_f32(scales, head_amax);
     const float s_enc = scale_from_amax(head_amax);
+    // block_scale_code / block_encode_multiplier with their per-head factors formed once (the same values)
+    const float s_enc_fp4 = block_scale_factor(s_enc);
+    const float s_dec = decode_scale(s_enc);
     const int nb = ceil_div(K, kBlock);
-    for (int v = 0; v < V; ++v)
-      for (int b = 0; b < nb; ++b) {
-        const int k0 = b * kBlock;
-        const int k1 = k0 + kBlock < K ? k0 + kBlock : K;
-        const float* row = x + static_cast<std::size_t>(v) * K;
-        float bamax = 0.0f;
-        for (int k = k0; k < k1; ++k) bamax = amax_ignore_nan(bamax, row[k]);
-        const uint8_t sc = block_scale_code(bamax, s_enc);
-        scales[4 + v * nb + b] = sc;
-        const float mult = block_encode_multiplier(sc, s_enc);
-        for (int k = k0; k < k1; ++k)
-          store_code<4>(codes, static_cast<std::size_t>(v) * K + k,
-                        encode(mul_rn(row[k], mult), p.rounding, element_rand_bits(p, v, k)));
+    const bool whole = K % 2 == 0;  // every row starts on a byte: chunks are written as whole bytes
+    for (int v = 0; v < V; ++v) {
+      const float* row = x + static_cast<std::size_t>(v) * K;
+      const std::size_t base = static_cast<std::size_t>(v) * K;
+      // Chunks of up to kChunk elements (whole blocks): block scales first, then one vectorisable element loop with
+      // each element's block multiplier, then the nibbles packed.
+      for (int c0 = 0; c0 < K; c0 += kChunk) {
+        const int n = (c0 + kChunk < K ? c0 + kChunk : K) - c0;
+        const int nblk = ceil_div(n, kBlock);
+        float bm[kChunk / kBlock], mult[kChunk];
+        uint8_t bsc[kChunk / kBlock];
+        for (int b = 0; b < nblk; ++b) {
+          const int k0 = b * kBlock, k1 = k0 + kBlock < n ? k0 + kBlock : n;
+          bm[b] = amax_ignore_nan_n(row + c0 + k0, k1 - k0, 0.0f);
+        }
+        for (int b = 0; b < nblk; ++b) bsc[b] = block_scale_code_f(bm[b], s_enc_fp4);
+        for (int b = 0; b < nblk; ++b) bm[b] = block_encode_multiplier_d(bsc[b], s_dec);
+        for (int b = 0; b < nblk; ++b) {
+          scales[4 + v * nb + c0 / kBlock + b] = bsc[b];
+          const int k0 = b * kBlock, k1 = k0 + kBlock < n ? k0 + kBlock : n;
+          for (int j = k0; j < k1; ++j) mult[j] = bm[b];
+        }
+        uint8_t q[kChunk];
+        if (p.rounding == Rounding::rne)
+          for (int j = 0; j < n; ++j) q[j] = encode(mul_rn(row[c0 + j], mult[j]), Rounding::rne, 0u);
+        else
+          for (int j = 0; j < n; ++j)
+            q[j] = encode(mul_rn(row[c0 + j], mult[j]), p.rounding, element_rand_bits(p, v, c0 + j));
+        if (whole) {  // element i in the low nibble of byte i/2, i + 1 in the high nibble
+          uint8_t* dst = codes + (base + static_cast<std::size_t>(c0)) / 2;
+          for (int jj = 0; jj < n / 2; ++jj)
+            dst[jj] = static_cast<uint8_t>((static_cast<uint32_t>(q[2 * jj]) & 0xFu) |
+                                           ((static_cast<uint32_t>(q[2 * jj + 1]) & 0xFu) * 16u));
+        } else {
+          for (int j = 0; j < n; ++j) store_code<4>(codes, base + static_cast<std::size_t>(c0 + j), q[j]);
+        }
       }
+    }
   }
   REPLAYSSM_HD static void decode_state(const uint8_t* codes, const uint8_t* scales, int V, int K,
                                         const CodecParams& /*p*/, float* out) {
     const float head_amax = load_f32(scales);
     const int nb = ceil_div(K, kBlock);
-    for (int v = 0; v < V; ++v)
-      for (int k = 0; k < K; ++k) {
-        const std::size_t i = static_cast<std::size_t>(v) * K + k;
-        out[i] = mul_rn(decode(static_cast<code_t>(load_code<4>(codes, i))),
-                        block_decode_multiplier(scales[4 + v * nb + k / kBlock], head_amax));
+    const bool whole = K % 2 == 0;
+    for (int v = 0; v < V; ++v) {
+      const std::size_t base = static_cast<std::size_t>(v) * K;
+      for (int c0 = 0; c0 < K; c0 += kChunk) {
+        const int n = (c0 + kChunk < K ? c0 + kChunk : K) - c0;
+        float mult[kChunk];
+        for (int k0 = 0; k0 < n; k0 += kBlock) {
+          const int k1 = k0 + kBlock < n ? k0 + kBlock : n;
+          const float m = block_decode_multiplier(scales[4 + v * nb + (c0 + k0) / kBlock], head_amax);
+          for (int j = k0; j < k1; ++j) mult[j] = m;
+        }
+        uint8_t q[kChunk];
+        if (whole) {
+          const uint8_t* src = codes + (base + static_cast<std::size_t>(c0)) / 2;
+          for (int jj = 0; jj < n / 2; ++jj) {
+            q[2 * jj] = static_cast<uint8_t>(src[jj] & 0xFu);
+            q[2 * jj + 1] = static_cast<uint8_t>(src[jj] >> 4);
+          }
+        } else {
+          for (int j = 0; j < n; ++j) q[j] = static_cast<uint8_t>(load_code<4>(codes, base + static_cast<std::size_t>(c0 + j)));
+        }
+        float* o = out + base + c0;
+        for (int j = 0; j < n; ++j) o[j] = mul_rn(decode(static_cast<code_t>(q[j])), mult[j]);
       }
+    }
   }
 };
 

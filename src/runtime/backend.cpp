@@ -1,6 +1,7 @@
 #include "runtime/backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <exception>
 #include <thread>
@@ -8,6 +9,7 @@
 
 #include "reference/gdn_recurrent.h"
 #include "reference/mamba2_recurrent.h"
+#include "runtime/fast_recurrence.h"
 
 namespace replayssm::runtime {
 namespace {
@@ -67,9 +69,69 @@ void parallel_for(std::size_t n, Fn fn) {
     if (e) std::rethrow_exception(e);
 }
 
+// ref::recurrent_layer (every head from the zero state, one ref::recurrent_step per token) with recurrent_step_fast,
+// the same bits, heads split over threads. token(t, h, buffers) fills the head token (ref::*_head_token's values).
+struct TokenView {
+  double a = 1.0, beta = 1.0;
+  const double *v = nullptr, *k = nullptr, *q = nullptr, *skip = nullptr;
+};
+struct TokenBuffers {
+  std::vector<double> v, q, skip;
+};
+
+template <class TokenFn>
+ref::LayerOutputs recurrent_fast(bool gdn, int T, int H, int V, int K, int threads, TokenFn token) {
+  ref::LayerOutputs out;
+  out.o.assign(std::size_t(T) * std::size_t(H) * std::size_t(V), 0.0);
+  out.final_state.assign(std::size_t(H) * std::size_t(V) * std::size_t(K), 0.0);
+  const int nt = std::max(1, std::min(threads, H));
+  parallel_for(std::size_t(nt), [&](std::size_t part) {
+    const int h0 = int(part) * H / nt, h1 = (int(part) + 1) * H / nt;
+    const auto vs = static_cast<std::size_t>(V);
+    std::vector<double> S(vs * static_cast<std::size_t>(K)), o(vs), scratch(2 * vs);
+    TokenBuffers buf;
+    buf.v.resize(std::size_t(V));
+    buf.skip.resize(std::size_t(V));
+    buf.q.resize(std::size_t(K));
+    for (int h = h0; h < h1; ++h) {
+      std::fill(S.begin(), S.end(), 0.0);
+      for (int t = 0; t < T; ++t) {
+        const TokenView tk = token(t, h, buf);
+        const StepHead sh{S.data(), tk.a, tk.beta, tk.v, tk.k, tk.q, tk.skip, o.data()};
+        recurrent_step_fast(gdn, sh, V, K, scratch.data());
+        std::copy(o.begin(), o.end(), out.o.begin() + std::ptrdiff_t((std::size_t(t) * H + h) * std::size_t(V)));
+      }
+      for (int r = 0; r < V; ++r)  // put_head_state: [V][K] row-major
+        for (int c = 0; c < K; ++c)
+          out.final_state[(std::size_t(h) * V + r) * std::size_t(K) + c] = S[std::size_t(c) * V + r];
+    }
+  });
+  return out;
+}
+
+std::size_t at(int t, int heads, int h, int dim) {
+  return (std::size_t(t) * std::size_t(heads) + std::size_t(h)) * std::size_t(dim);
+}
+
 }  // namespace
 
 ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) {
+  if (recurrent_step_fast_ok(in.V, in.K)) {
+    in.validate();
+    // ref::gdn_head_token: a = exp(g), beta, v, k of key head h / (Hv / Hk), q scaled
+    return recurrent_fast(true, in.T, in.Hv, in.V, in.K, threads_, [&](int t, int h, TokenBuffers& b) {
+      const int hk = h / (in.Hv / in.Hk);
+      TokenView tk;
+      tk.a = std::exp(in.g[at(t, in.Hv, h, 1)]);
+      tk.beta = in.beta[at(t, in.Hv, h, 1)];
+      tk.v = in.v.data() + at(t, in.Hv, h, in.V);
+      tk.k = in.k.data() + at(t, in.Hk, hk, in.K);
+      const double* q = in.q.data() + at(t, in.Hk, hk, in.K);
+      for (int i = 0; i < in.K; ++i) b.q[std::size_t(i)] = in.scale * q[i];
+      tk.q = b.q.data();
+      return tk;
+    });
+  }
   if (threads_ == 1 || in.Hv == 1) return ref::gdn_recurrent(in);
   in.validate();
   const auto parts = head_groups(in.Hv, in.Hk, threads_);
@@ -98,6 +160,26 @@ ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) {
 }
 
 ref::LayerOutputs ReferenceBackend::run_mamba2(const ref::Mamba2Inputs& in) {
+  if (recurrent_step_fast_ok(in.P, in.N)) {
+    in.validate();
+    // ref::mamba2_head_token: a = exp(dt A_h), v = dt x, k = B, q = C of group h / (H / G), skip = D_h x
+    return recurrent_fast(false, in.T, in.H, in.P, in.N, threads_, [&](int t, int h, TokenBuffers& b) {
+      const int grp = h / (in.H / in.G);
+      const double dt = in.dt[at(t, in.H, h, 1)];
+      const double* x = in.x.data() + at(t, in.H, h, in.P);
+      TokenView tk;
+      tk.a = std::exp(dt * in.A[std::size_t(h)]);
+      for (int i = 0; i < in.P; ++i) b.v[std::size_t(i)] = dt * x[i];
+      tk.v = b.v.data();
+      tk.k = in.B.data() + at(t, in.G, grp, in.N);
+      tk.q = in.C.data() + at(t, in.G, grp, in.N);
+      if (!in.D.empty()) {
+        for (int i = 0; i < in.P; ++i) b.skip[std::size_t(i)] = in.D[std::size_t(h)] * x[i];
+        tk.skip = b.skip.data();
+      }
+      return tk;
+    });
+  }
   if (threads_ == 1 || in.H == 1) return ref::mamba2_recurrent(in);
   in.validate();
   const auto parts = head_groups(in.H, in.G, threads_);

@@ -29,7 +29,15 @@ Mat matmul_nt(const Mat& X, const Mat& W, int threads) {
   return Y;
 }
 
-double silu(double x) { return x * ref::sigmoid(x); }
+// x * ref::sigmoid(x) with the same operations: sigmoid's two branches use exp(-x) (x >= 0) and exp(x) (x < 0), i.e.
+// exp(-|x|) (for x = -0 that is exp(-0) = exp(+0) = 1), then 1 / (1 + e) or e / (1 + e). Selecting the numerator instead
+// of branching avoids a mispredicted branch per element (the sign of an activation is a coin flip).
+inline double sigmoid_same(double x) {
+  const double e = std::exp(-std::fabs(x));
+  const double num = x >= 0.0 ? 1.0 : e;
+  return num / (1.0 + e);
+}
+double silu(double x) { return x * sigmoid_same(x); }
 
 // fn(r0, r1) over [0, n) split into `threads` contiguous ranges (row-wise elementwise work: the split never changes
 // a result).
@@ -78,19 +86,24 @@ void mul_silu(Mat& a, const Mat& b, int threads) {
 }
 
 // In place: X[t, c] <- silu(bias[c] + sum_i w[c, i] X[t - (W-1) + i, c]) (zero before t = 0).
+// Per element: s = bias[c] (or 0), then s += w[c, i] * X[src, c] for i = 0..W-1 in order (src >= 0), then silu(s).
+// The loops run over a whole row of channels at a time (the same operations per element, vectorisable).
 void conv_silu(Mat& X, const Mat& w, const Vec* bias, int threads) {
   const Eigen::Index T = X.rows(), C = X.cols(), W = w.cols();
+  const Mat wt = w.transpose();  // [W, C]: tap i of every channel contiguous
   Mat Y(T, C);
   parallel_rows(T, threads, [&](Eigen::Index r0, Eigen::Index r1) {
     for (Eigen::Index t = r0; t < r1; ++t) {
-      for (Eigen::Index c = 0; c < C; ++c) {
-        double s = bias ? (*bias)[c] : 0.0;
-        for (Eigen::Index i = 0; i < W; ++i) {
-          const Eigen::Index src = t - (W - 1) + i;
-          if (src >= 0) s += w(c, i) * X(src, c);
-        }
-        Y(t, c) = silu(s);
+      double* y = Y.data() + t * C;
+      for (Eigen::Index c = 0; c < C; ++c) y[c] = bias ? (*bias)[c] : 0.0;
+      for (Eigen::Index i = 0; i < W; ++i) {
+        const Eigen::Index src = t - (W - 1) + i;
+        if (src < 0) continue;
+        const double* wi = wt.data() + i * C;
+        const double* x = X.data() + src * C;
+        for (Eigen::Index c = 0; c < C; ++c) y[c] += wi[c] * x[c];
       }
+      for (Eigen::Index c = 0; c < C; ++c) y[c] = silu(y[c]);
     }
   });
   X.swap(Y);
@@ -175,6 +188,11 @@ void keep_freed_memory() {
   if (std::getenv("REPLAYSSM_DEFAULT_MALLOC")) return;
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
+  // One arena for every thread: a worker thread's own arena cannot hold a block past its 64 MiB heap size and glibc then
+  // mmaps (and on free munmaps) it whatever M_MMAP_MAX says, so the sweep's parallel runs re-faulted their [T, ~1500]
+  // arrays every layer (at 32768 positions x 2 jobs: 131 s of kernel time in a 590 s run). The allocations are large and
+  // few, so sharing the arena's lock costs nothing measurable.
+  mallopt(M_ARENA_MAX, 1);
 #endif
 }
 
@@ -189,12 +207,24 @@ ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>&
   Mat h(T, c.d_model);
   for (Eigen::Index t = 0; t < T; ++t) h.row(t) = m.embed.row(tokens[std::size_t(t)]);
 
+  const bool use0 = opt.use_layer0 && opt.use_layer0->filled && opt.use_layer0->tokens == tokens;
+  const bool fill0 = !use0 && opt.fill_layer0 && !opt.fill_layer0->filled;
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = m.layers[std::size_t(l)];
-    Mat x = rmsnorm(h, lw.norm1, c.norm_eps, th);
-    Mat z, y;
+    const bool cached = use0 && l == 0;
+    Mat x = cached ? Mat() : rmsnorm(h, lw.norm1, c.norm_eps, th);
+    Mat z_own, y;
+    const Mat& z = cached ? opt.use_layer0->z : z_own;
     if (c.is_gdn()) {
-      const ref::GdnInputs in = gdn_layer_inputs(m, l, x, &z, th);
+      ref::GdnInputs in_own;
+      if (!cached) in_own = gdn_layer_inputs(m, l, x, &z_own, th);
+      const ref::GdnInputs& in = cached ? opt.use_layer0->gdn : in_own;
+      if (fill0 && l == 0) {
+        opt.fill_layer0->gdn = in_own;
+        opt.fill_layer0->z = z_own;
+        opt.fill_layer0->tokens = tokens;
+        opt.fill_layer0->filled = true;
+      }
       const auto t0 = Clock::now();
       const ref::LayerOutputs out = backend.run_gdn(in);
       res.seconds_recurrence += since(t0);
@@ -206,7 +236,15 @@ ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>&
       mul_silu(y, z, th);
       h.noalias() += matmul_nt(y, lw.gdn.out, th);
     } else {
-      const ref::Mamba2Inputs in = mamba2_layer_inputs(m, l, x, &z, th);
+      ref::Mamba2Inputs in_own;
+      if (!cached) in_own = mamba2_layer_inputs(m, l, x, &z_own, th);
+      const ref::Mamba2Inputs& in = cached ? opt.use_layer0->mamba2 : in_own;
+      if (fill0 && l == 0) {
+        opt.fill_layer0->mamba2 = in_own;
+        opt.fill_layer0->z = z_own;
+        opt.fill_layer0->tokens = tokens;
+        opt.fill_layer0->filled = true;
+      }
       const auto t0 = Clock::now();
       const ref::LayerOutputs out = backend.run_mamba2(in);
       res.seconds_recurrence += since(t0);

@@ -13,8 +13,21 @@
 
 namespace replayssm::runtime {
 
+// The first layer's recurrence inputs and its gate z depend only on the tokens, not on any recurrence backend: a caller
+// that runs many backends over the same tokens (the sweep) computes them once. The values are those teacher_force
+// computes itself.
+struct FirstLayerCache {
+  std::vector<std::uint8_t> tokens;
+  bool filled = false;
+  ref::GdnInputs gdn;
+  ref::Mamba2Inputs mamba2;
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> z;
+};
+
 struct ForwardOptions {
   int threads = 1;  // std::threads for the projections (row blocks over time); the backend has its own setting
+  FirstLayerCache* fill_layer0 = nullptr;       // if given and not filled: filled by this call
+  const FirstLayerCache* use_layer0 = nullptr;  // if given, filled, and for these tokens: layer 0's inputs from it
 };
 
 // Called once per SSM layer after its recurrence: exactly one of gdn / mamba2 is non-null (the inputs handed to
@@ -34,8 +47,8 @@ ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& 
 
 // Process-wide, opt-in (CLI commands call it once): keep freed memory in the malloc heap (glibc: no mmap for large
 // blocks, no trim). teacher_force allocates and frees [T, ~1500] float64 arrays per layer; at T = 131072 re-faulting
-// those fresh pages was a third of the run (kernel time). Costs ~10% more peak memory. A no-op off glibc, or when
-// REPLAYSSM_DEFAULT_MALLOC is set.
+// those fresh pages was a third of the run (kernel time). Costs ~10% more peak memory. Also one malloc arena for all
+// threads (a thread arena mmaps blocks past 64 MiB regardless). A no-op off glibc, or when REPLAYSSM_DEFAULT_MALLOC is set.
 void keep_freed_memory();
 
 // tokens: bytes; T = tokens.size() >= 1.

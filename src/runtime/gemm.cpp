@@ -15,8 +15,8 @@ namespace replayssm::runtime {
 namespace {
 
 constexpr std::size_t kPanel = 8;   // columns of Y per packed panel of W
-constexpr std::size_t kRows = 4;    // rows of Y per micro-tile
-constexpr std::size_t kTile = 128;  // rows of X per thread work item (kept in cache while all panels pass)
+constexpr std::size_t kRows = 6;    // rows of Y per micro-tile (6 x 8: twelve accumulators, enough to hide FMA latency)
+constexpr std::size_t kTile = 120;  // rows of X per thread work item (kept in cache while all panels pass)
 
 // W [n, k] -> panels [n/8][k][8] (zero padded).
 std::vector<double> pack(const double* W, std::size_t n, std::size_t k) {
@@ -39,15 +39,13 @@ void micro_scalar(const double* const* x, std::size_t rows, const double* panel,
 }
 
 #ifdef REPLAYSSM_GEMM_X86
-__attribute__((target("avx2,fma"))) void micro_avx2(const double* const* x, std::size_t rows, const double* panel,
+// Always computes kRows rows: the caller repeats the last row pointer for a short tile and keeps only its rows. Each
+// element is the same fma chain over kk as micro_scalar.
+__attribute__((target("avx2,fma"))) void micro_avx2(const double* const* x, std::size_t /*rows*/, const double* panel,
                                                     std::size_t k, double acc[kRows][kPanel]) {
-  if (rows != kRows) {
-    micro_scalar(x, rows, panel, k, acc);
-    return;
-  }
-  __m256d a00 = _mm256_setzero_pd(), a01 = _mm256_setzero_pd(), a10 = _mm256_setzero_pd(), a11 = _mm256_setzero_pd();
-  __m256d a20 = _mm256_setzero_pd(), a21 = _mm256_setzero_pd(), a30 = _mm256_setzero_pd(), a31 = _mm256_setzero_pd();
-  const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+  __m256d a00 = _mm256_setzero_pd(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+  __m256d a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
+  const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
   for (std::size_t kk = 0; kk < k; ++kk) {
     const __m256d b0 = _mm256_loadu_pd(panel + kk * kPanel), b1 = _mm256_loadu_pd(panel + kk * kPanel + 4);
     __m256d v = _mm256_broadcast_sd(x0 + kk);
@@ -62,6 +60,12 @@ __attribute__((target("avx2,fma"))) void micro_avx2(const double* const* x, std:
     v = _mm256_broadcast_sd(x3 + kk);
     a30 = _mm256_fmadd_pd(v, b0, a30);
     a31 = _mm256_fmadd_pd(v, b1, a31);
+    v = _mm256_broadcast_sd(x4 + kk);
+    a40 = _mm256_fmadd_pd(v, b0, a40);
+    a41 = _mm256_fmadd_pd(v, b1, a41);
+    v = _mm256_broadcast_sd(x5 + kk);
+    a50 = _mm256_fmadd_pd(v, b0, a50);
+    a51 = _mm256_fmadd_pd(v, b1, a51);
   }
   _mm256_storeu_pd(acc[0], a00);
   _mm256_storeu_pd(acc[0] + 4, a01);
@@ -71,6 +75,10 @@ __attribute__((target("avx2,fma"))) void micro_avx2(const double* const* x, std:
   _mm256_storeu_pd(acc[2] + 4, a21);
   _mm256_storeu_pd(acc[3], a30);
   _mm256_storeu_pd(acc[3] + 4, a31);
+  _mm256_storeu_pd(acc[4], a40);
+  _mm256_storeu_pd(acc[4] + 4, a41);
+  _mm256_storeu_pd(acc[5], a50);
+  _mm256_storeu_pd(acc[5] + 4, a51);
 }
 
 bool have_avx2() {

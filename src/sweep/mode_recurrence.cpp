@@ -1,9 +1,14 @@
 #include "sweep/mode_recurrence.h"
 
+#include <Eigen/Core>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "reference/head_record.h"
+#include "runtime/fast_recurrence.h"
 #include "sweep/metrics.h"
 
 namespace replayssm::sweep {
@@ -11,58 +16,88 @@ namespace {
 
 // One token of every head in the backend's FP32 "head token" form; the FP64 shadow consumes the same values
 // (rounded to FP32 first), so the drift measures the state arithmetic and storage, not the input rounding.
-struct Step {
-  emu::TokenData data;
-  std::vector<ref::HeadToken> tokens;  // [H], doubles of the FP32 values
+// The values are ref::gdn_head_token / ref::mamba2_head_token's, computed in place into buffers reused every step.
+struct StepBuffers {
+  emu::TokenData data;                     // FP32, what the backend reads
+  std::vector<double> a, beta, v, skip;    // [H], [H], [H][V], [H][V]: doubles of the FP32 values
+  std::vector<double> k, q;                // [G][K]
+  int G = 0, H = 0, V = 0, K = 0;
+  bool gdn = false, skip_on = false;
+
+  void init(int g, int h, int vdim, int kdim, bool is_gdn, bool with_skip) {
+    G = g, H = h, V = vdim, K = kdim, gdn = is_gdn, skip_on = with_skip;
+    data.B = 1;
+    data.T = 1;
+    data.a.assign(std::size_t(H), 0.0f);
+    data.beta.assign(gdn ? std::size_t(H) : 0, 0.0f);
+    data.v.assign(std::size_t(H) * V, 0.0f);
+    data.k.assign(std::size_t(G) * K, 0.0f);
+    data.q.assign(std::size_t(G) * K, 0.0f);
+    data.skip.assign(skip_on ? std::size_t(H) * V : 0, 0.0f);
+    a.assign(std::size_t(H), 0.0);
+    beta.assign(std::size_t(H), 1.0);
+    v.assign(std::size_t(H) * V, 0.0);
+    skip.assign(skip_on ? std::size_t(H) * V : 0, 0.0);
+    k.assign(std::size_t(G) * K, 0.0);
+    q.assign(std::size_t(G) * K, 0.0);
+  }
+  // x rounded to FP32 into f, and its double back into d.
+  static void put(double x, float& f, double& d) {
+    f = static_cast<float>(x);
+    d = f;
+  }
 };
 
-template <class TokenFn>
-Step make_step(int G, int H, int V, int K, bool gdn, bool skip, TokenFn&& token_of) {
-  Step s;
-  s.data.B = 1;
-  s.data.T = 1;
-  s.data.a.resize(static_cast<std::size_t>(H));
-  if (gdn) s.data.beta.resize(static_cast<std::size_t>(H));
-  s.data.v.resize(static_cast<std::size_t>(H * V));
-  s.data.k.assign(static_cast<std::size_t>(G * K), 0.0f);
-  s.data.q.assign(static_cast<std::size_t>(G * K), 0.0f);
-  if (skip) s.data.skip.resize(static_cast<std::size_t>(H * V));
-  s.tokens.resize(static_cast<std::size_t>(H));
-  const int per_group = H / G;
-  for (int h = 0; h < H; ++h) {
-    ref::HeadToken t = token_of(h);
-    const auto hs = static_cast<std::size_t>(h);
-    s.data.a[hs] = static_cast<float>(t.a);
-    t.a = s.data.a[hs];
-    if (gdn) {
-      s.data.beta[hs] = static_cast<float>(t.beta);
-      t.beta = s.data.beta[hs];
-    }
-    for (int i = 0; i < V; ++i) {
-      const auto idx = hs * static_cast<std::size_t>(V) + static_cast<std::size_t>(i);
-      s.data.v[idx] = static_cast<float>(t.v[i]);
-      t.v[i] = s.data.v[idx];
-      if (skip) {
-        s.data.skip[idx] = static_cast<float>(t.skip[i]);
-        t.skip[i] = s.data.skip[idx];
-      }
-    }
-    const auto g = static_cast<std::size_t>(h / per_group);
-    for (int i = 0; i < K; ++i) {
-      const auto idx = g * static_cast<std::size_t>(K) + static_cast<std::size_t>(i);
-      s.data.k[idx] = static_cast<float>(t.k[i]);
-      s.data.q[idx] = static_cast<float>(t.q[i]);
-      t.k[i] = s.data.k[idx];
-      t.q[i] = s.data.q[idx];
-    }
-    s.tokens[hs] = std::move(t);
-  }
-  return s;
+std::size_t at(int t, int heads, int h, int dim) {
+  return (std::size_t(t) * std::size_t(heads) + std::size_t(h)) * std::size_t(dim);
 }
 
-template <class TokenFn>
+// ref::gdn_head_token: a = exp(g), beta, v, k of key head h / (Hv / Hk), q scaled.
+void fill_gdn(const ref::GdnInputs& in, int t, StepBuffers& s) {
+  for (int h = 0; h < in.Hv; ++h) {
+    const auto hs = std::size_t(h);
+    StepBuffers::put(std::exp(in.g[at(t, in.Hv, h, 1)]), s.data.a[hs], s.a[hs]);
+    StepBuffers::put(in.beta[at(t, in.Hv, h, 1)], s.data.beta[hs], s.beta[hs]);
+    const double* v = in.v.data() + at(t, in.Hv, h, in.V);
+    for (int i = 0; i < in.V; ++i) StepBuffers::put(v[i], s.data.v[hs * in.V + i], s.v[hs * in.V + i]);
+  }
+  for (int g = 0; g < in.Hk; ++g) {
+    const double* k = in.k.data() + at(t, in.Hk, g, in.K);
+    const double* q = in.q.data() + at(t, in.Hk, g, in.K);
+    const std::size_t o = std::size_t(g) * in.K;
+    for (int i = 0; i < in.K; ++i) {
+      StepBuffers::put(k[i], s.data.k[o + i], s.k[o + i]);
+      StepBuffers::put(in.scale * q[i], s.data.q[o + i], s.q[o + i]);
+    }
+  }
+}
+
+// ref::mamba2_head_token: a = exp(dt A_h), v = dt x, k = B, q = C of group h / (H / G), skip = D_h x.
+void fill_mamba2(const ref::Mamba2Inputs& in, int t, StepBuffers& s) {
+  for (int h = 0; h < in.H; ++h) {
+    const auto hs = std::size_t(h);
+    const double dt = in.dt[at(t, in.H, h, 1)];
+    StepBuffers::put(std::exp(dt * in.A[hs]), s.data.a[hs], s.a[hs]);
+    const double* x = in.x.data() + at(t, in.H, h, in.P);
+    for (int i = 0; i < in.P; ++i) {
+      StepBuffers::put(dt * x[i], s.data.v[hs * in.P + i], s.v[hs * in.P + i]);
+      if (s.skip_on) StepBuffers::put(in.D[hs] * x[i], s.data.skip[hs * in.P + i], s.skip[hs * in.P + i]);
+    }
+  }
+  for (int g = 0; g < in.G; ++g) {
+    const std::size_t o = std::size_t(g) * in.N;
+    const double* B = in.B.data() + at(t, in.G, g, in.N);
+    const double* C = in.C.data() + at(t, in.G, g, in.N);
+    for (int i = 0; i < in.N; ++i) {
+      StepBuffers::put(B[i], s.data.k[o + i], s.k[o + i]);
+      StepBuffers::put(C[i], s.data.q[o + i], s.q[o + i]);
+    }
+  }
+}
+
+template <class FillFn>
 ref::LayerOutputs run_layer(emu::DecodeBackend& be, const emu::Mode& mode, int T, int G, int H, int V, int K,
-                            bool skip, const std::vector<double>* init, TokenFn&& token_of, LayerDrift* drift) {
+                            bool skip, const std::vector<double>* init, FillFn&& fill, LayerDrift* drift) {
   emu::Dims d;
   d.B = 1;
   d.G = G;
@@ -72,9 +107,12 @@ ref::LayerOutputs run_layer(emu::DecodeBackend& be, const emu::Mode& mode, int T
   emu::check_mode(mode, d);
   const bool gdn = mode.arch == emu::Arch::gdn;
   const ref::Recurrence rec = gdn ? ref::Recurrence::kGdn : ref::Recurrence::kMamba2;
+  const bool fast = runtime::recurrent_step_fast_ok(V, K);
+  const std::size_t VK = std::size_t(V) * std::size_t(K);
   std::vector<float> S0;
   if (init) S0.assign(init->begin(), init->end());
   be.init(d, mode, init ? S0.data() : nullptr);
+  // shadow[h]: column-major [K][V], element (r, c) at c * V + r (an Eigen::MatrixXd's storage)
   std::vector<Eigen::MatrixXd> shadow(static_cast<std::size_t>(H), Eigen::MatrixXd::Zero(V, K));
   if (init)
     for (int h = 0; h < H; ++h)
@@ -84,37 +122,75 @@ ref::LayerOutputs run_layer(emu::DecodeBackend& be, const emu::Mode& mode, int T
   const std::size_t out_per_t = static_cast<std::size_t>(H) * static_cast<std::size_t>(V);
   ref::LayerOutputs out;
   out.o.resize(static_cast<std::size_t>(T) * out_per_t);
-  std::vector<float> o(out_per_t), S(static_cast<std::size_t>(H) * V * K);
+  std::vector<float> o(out_per_t), S(static_cast<std::size_t>(H) * VK);
   std::vector<double> o_ref(out_per_t), S_ref(S.size()), S_got(S.size());
+  std::vector<double> scratch(2 * static_cast<std::size_t>(V));
+  // Tokens go in chunks of L (the state comparisons fall on chunk ends): the backend steps through the chunk, then the
+  // shadow runs head by head over it (a head's state stays in cache for L steps). The backend sees exactly the same
+  // calls in the same order (steps, then state() after every L-th step), and every shadow step is the same.
+  const int chunk = mode.L;
+  std::vector<StepBuffers> s(static_cast<std::size_t>(chunk));
+  for (auto& b : s) b.init(G, H, V, K, gdn, skip);
+  o_ref.resize(static_cast<std::size_t>(chunk) * out_per_t);
+  const int per_group = H / G;
   if (drift) {
     drift->output.assign(static_cast<std::size_t>(T), 0.0);
     drift->steps.clear();
     drift->state.clear();
   }
-  for (int t = 0; t < T; ++t) {
-    Step s = make_step(G, H, V, K, gdn, skip, [&](int h) { return token_of(t, h); });
-    be.step(s.data.view(), o.data());
-    double* dst = &out.o[static_cast<std::size_t>(t) * out_per_t];
-    for (std::size_t i = 0; i < out_per_t; ++i) {
-      if (!std::isfinite(o[i])) throw Diverged(t);
-      dst[i] = o[i];
+  for (int t0 = 0; t0 < T; t0 += chunk) {
+    const int n = std::min(chunk, T - t0);
+    for (int i = 0; i < n; ++i) {
+      const int t = t0 + i;
+      StepBuffers& b = s[static_cast<std::size_t>(i)];
+      fill(t, b);
+      be.step(b.data.view(), o.data());
+      double* dst = &out.o[static_cast<std::size_t>(t) * out_per_t];
+      for (std::size_t j = 0; j < out_per_t; ++j) {
+        if (!std::isfinite(o[j])) throw Diverged(t);
+        dst[j] = o[j];
+      }
     }
+    if (!drift) continue;  // the shadow only feeds the drifts
     for (int h = 0; h < H; ++h) {
-      Eigen::VectorXd r = ref::recurrent_step(rec, shadow[static_cast<std::size_t>(h)], s.tokens[static_cast<std::size_t>(h)]);
-      for (int i = 0; i < V; ++i) o_ref[static_cast<std::size_t>(h * V + i)] = r[i];
+      const auto hs = static_cast<std::size_t>(h);
+      const std::size_t g = static_cast<std::size_t>(h / per_group) * std::size_t(K);
+      for (int i = 0; i < n; ++i) {
+        const StepBuffers& b = s[static_cast<std::size_t>(i)];
+        double* oh = o_ref.data() + static_cast<std::size_t>(i) * out_per_t + hs * V;
+        const runtime::StepHead sh{shadow[hs].data(), b.a[hs], gdn ? b.beta[hs] : 1.0, b.v.data() + hs * V,
+                                   b.k.data() + g, b.q.data() + g, skip ? b.skip.data() + hs * V : nullptr, oh};
+        if (fast) {
+          runtime::recurrent_step_fast(gdn, sh, V, K, scratch.data());
+          continue;
+        }
+        ref::HeadToken tok;
+        tok.a = sh.a;
+        tok.beta = sh.beta;
+        tok.v = Eigen::Map<const Eigen::VectorXd>(sh.v, V);
+        tok.k = Eigen::Map<const Eigen::VectorXd>(sh.k, K);
+        tok.q = Eigen::Map<const Eigen::VectorXd>(sh.q, K);
+        if (skip) tok.skip = Eigen::Map<const Eigen::VectorXd>(sh.skip, V);
+        const Eigen::VectorXd r = ref::recurrent_step(rec, shadow[hs], tok);
+        for (int j = 0; j < V; ++j) oh[j] = r[j];
+      }
     }
-    if (!drift) continue;
-    drift->output[static_cast<std::size_t>(t)] = relative_l2(o_ref.data(), dst, out_per_t);
-    if ((t + 1) % mode.L == 0) {
+    for (int i = 0; i < n; ++i) {
+      const auto t = static_cast<std::size_t>(t0 + i);
+      drift->output[t] = relative_l2(o_ref.data() + static_cast<std::size_t>(i) * out_per_t, &out.o[t * out_per_t], out_per_t);
+    }
+    if ((t0 + n) % mode.L == 0) {
       be.state(S.data());
-      for (int h = 0; h < H; ++h)
+      for (int h = 0; h < H; ++h) {
+        const double* sh = shadow[static_cast<std::size_t>(h)].data();
         for (int r = 0; r < V; ++r)
           for (int c = 0; c < K; ++c) {
             const std::size_t idx = (static_cast<std::size_t>(h) * V + r) * K + c;
-            S_ref[idx] = shadow[static_cast<std::size_t>(h)](r, c);
+            S_ref[idx] = sh[std::size_t(c) * V + r];
             S_got[idx] = S[idx];
           }
-      drift->steps.push_back(t + 1);
+      }
+      drift->steps.push_back(t0 + n);
       drift->state.push_back(relative_l2(S_ref.data(), S_got.data(), S.size()));
     }
   }
@@ -129,13 +205,13 @@ ref::LayerOutputs run_layer(emu::DecodeBackend& be, const emu::Mode& mode, int T
 ref::LayerOutputs ModeRecurrence::run_gdn(const ref::GdnInputs& in, LayerDrift* drift) {
   if (mode_.arch != emu::Arch::gdn) throw std::invalid_argument("ModeRecurrence: mode is not a GDN mode");
   return run_layer(be_, mode_, in.T, in.Hk, in.Hv, in.V, in.K, false, nullptr,
-                   [&](int t, int h) { return ref::gdn_head_token(in, t, h); }, drift);
+                   [&](int t, StepBuffers& s) { fill_gdn(in, t, s); }, drift);
 }
 
 ref::LayerOutputs ModeRecurrence::run_mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift) {
   if (mode_.arch != emu::Arch::mamba2) throw std::invalid_argument("ModeRecurrence: mode is not a Mamba-2 mode");
   return run_layer(be_, mode_, in.T, in.G, in.H, in.P, in.N, !in.D.empty(), nullptr,
-                   [&](int t, int h) { return ref::mamba2_head_token(in, t, h); }, drift);
+                   [&](int t, StepBuffers& s) { fill_mamba2(in, t, s); }, drift);
 }
 
 }  // namespace replayssm::sweep

@@ -10,6 +10,9 @@ namespace replayssm::sweep {
 
 struct ModelEvaluator::Impl {
   runtime::TinyModel model;
+  // Layer 0's recurrence inputs and gate for the text of the last reference_logp (they do not depend on the mode):
+  // filled there, read-only in mode_logp (which may run on several threads at once).
+  runtime::FirstLayerCache layer0;
 };
 
 namespace {
@@ -68,6 +71,8 @@ std::vector<double> ModelEvaluator::reference_logp(const TextSlice& text) {
   runtime::ReferenceBackend be(threads);
   runtime::ForwardOptions opt;
   opt.threads = threads;
+  impl_->layer0 = runtime::FirstLayerCache{};
+  opt.fill_layer0 = &impl_->layer0;
   return flatten(runtime::teacher_force(impl_->model, inputs_of(text), be, opt).logprobs);
 }
 
@@ -75,7 +80,9 @@ std::vector<double> ModelEvaluator::mode_logp(const TextSlice& text, emu::Decode
                                               const emu::Mode& mode, std::vector<LayerDrift>* drifts) {
   if (drifts) drifts->clear();
   ModeBackend be(backend, mode, drifts);
-  return flatten(runtime::teacher_force(impl_->model, inputs_of(text), be).logprobs);
+  runtime::ForwardOptions opt;
+  opt.use_layer0 = &impl_->layer0;  // used only when filled for exactly these tokens
+  return flatten(runtime::teacher_force(impl_->model, inputs_of(text), be, opt).logprobs);
 }
 
 }  // namespace replayssm::sweep
