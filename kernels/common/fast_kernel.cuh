@@ -15,10 +15,12 @@
 // An early flush overwrites record slots from 0 while other CTAs of the head may still read the old window: the last
 // CTA of the head to finish staging writes the new per-head records (atomic counter, no waiting).
 // ReplaySSM dispatch per CTA (replay_kernel): non-flush ops (15 of 16 steps at L = 16, verify without an early flush)
-// run replay_lean<.., false>, a step that fills the window (not u=recompute) replay_lean<.., true>; verify's early
-// flush and the u=recompute flush run replay_flush (not inlined). PERF_NOTES.md, "second pass", v3-v5.
+// run replay_head (v6: CTA 0 of the head does the whole head; the others return) where its shared memory fits, else
+// replay_lean<.., false>; a step that fills the window (not u=recompute) replay_lean<.., true>; verify's early
+// flush and the u=recompute flush run replay_flush (not inlined). PERF_NOTES.md, "second pass" (v3-v5), "third pass" (v6-v7).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "emulation/decode_math.h"
@@ -212,15 +214,17 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
 struct Smem {
   int NR, T, K;
   bool rec;  // u = recompute
+  int R = kRows;  // rows staged per CTA (w / v / skip / row dots): kRows, or the whole head (replay_head, v6)
+  __host__ __device__ int oS() const { return (size() + 3) / 4 * 4; }  // replay_head: per-warp state ring
   __host__ __device__ int oA() const { return 0; }
   __host__ __device__ int oB() const { return NR; }
   __host__ __device__ int oK() const { return (2 * NR + 3) / 4 * 4; }  // 16-byte aligned rows
   __host__ __device__ int oQ() const { return oK() + NR * K; }
   __host__ __device__ int oW() const { return oQ() + T * K; }
-  __host__ __device__ int oVr() const { return oW() + NR * kRows; }
-  __host__ __device__ int oVt() const { return oVr() + (rec ? NR * kRows : 0); }  // draft v [T][rows]
-  __host__ __device__ int oSk() const { return oVt() + T * kRows; }                 // draft skip [T][rows]
-  __host__ __device__ int oTot() const { return oSk() + T * kRows; }  // T drafts + totm + NR totR
+  __host__ __device__ int oVr() const { return oW() + NR * R; }
+  __host__ __device__ int oVt() const { return oVr() + (rec ? NR * R : 0); }  // draft v [T][rows]
+  __host__ __device__ int oSk() const { return oVt() + T * R; }                 // draft skip [T][rows]
+  __host__ __device__ int oTot() const { return oSk() + T * R; }  // T drafts + totm + NR totR
   __host__ __device__ int oGd() const { return oTot() + T + 1 + NR; }
   __host__ __device__ int oCU() const { return oGd() + T * NR; }
   __host__ __device__ int oCO() const { return oCU() + T * NR; }
@@ -228,7 +232,7 @@ struct Smem {
   __host__ __device__ int oGR() const { return oGm() + NR; }
   // lean path: row dots [2][T][rows] (16-byte aligned: float4 accesses)
   __host__ __device__ int oD() const { return (oGR() + (rec ? NR * NR : 0) + 3) / 4 * 4; }
-  __host__ __device__ int size() const { return oD() + 2 * T * kRows; }
+  __host__ __device__ int size() const { return oD() + 2 * T * R; }
 };
 
 // Early flush: the CTAs of a head count themselves in after staging the old window; the last one writes the new
@@ -669,6 +673,303 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------------- v6
+// replay_head: the non-flush op of a whole head in one CTA (PERF_NOTES, "third pass"). The window staging, the decay
+// table and the coefficient tables G_j (k_j . q_t), G_j (k_j . k_t) are built once per head instead of once per
+// 32-row CTA (GDN 4x, Mamba-2 2x); the 8 warps then loop over the head's 32-row groups (a warp owns rows
+// 32 g + 4 warp .. + 3 of group g: the same 4-row tiles as replay_lean, the same operations in the same order).
+// The checkpoint rows of a warp's next group fly while it computes the current one: a per-warp two-stage ring in
+// shared memory filled by cp.async (codes, scales, and the HP rows for split u=hp), warp-local waits only. The other
+// CTAs of the head (same grid as v5) return at once.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+template <class C>
+__host__ __device__ inline int head_nsc(const KParams& p) {  // scales per row in the ring
+  if (C::kBlock == 0 || p.scaling == formats::Scaling::none) return 0;
+  return p.scaling == formats::Scaling::row ? 1 : (p.K + 31) / 32;
+}
+template <class C>
+__host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) {  // one ring stage: 4 rows
+  return 4 * (p.K * C::kBits / 8) + (u_hp ? 16 * p.K : 0) + (16 * head_nsc<C>(p) + 15) / 16 * 16;
+}
+// Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
+template <class C, bool kGdn>
+__host__ __device__ inline int head_smem_floats(const KParams& p) {
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool rec = kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  const Smem L{p.cap + p.T, p.T, p.K, rec, nsplit * kRows};
+  const int f = L.oS() + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
+  return f * 4 <= 160 * 1024 ? f : 0;
+}
+
+template <class C, bool kGdn>
+__device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  const int hh = blockIdx.x / nsplit;
+  const int b = hh / p.H, h = hh % p.H;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int rr0 = warp * kRPW;
+  const bool act = 4 * lane < p.K;
+  const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
+  const int grp = h / (p.H / p.G);
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  const int n = p.n[b];
+  const int nd = p.op == Op::verify ? p.T : 1;
+  auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
+
+  const int R = nsplit * kRows;
+  const Smem L{p.cap + p.T, p.T, K, recompute, R};
+  const int NR = L.NR;
+  float* sA = sm + L.oA();
+  float* sB = sm + L.oB();
+  float* sK = sm + L.oK();
+  float* sQ = sm + L.oQ();
+  float* sW = sm + L.oW();
+  float* sVt = sm + L.oVt();
+  float* sSk = sm + L.oSk();
+  float* sTot = sm + L.oTot();
+  float* sCU = sm + L.oCU();
+  float* sCO = sm + L.oCO();
+  float* sGd = sm + L.oGd();
+
+  // The ring: stage s of warp w at oS + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
+  const int RB = K * C::kBits / 8;
+  const int nsc = head_nsc<C>(p);
+  const int SB = head_stage_bytes<C>(p, u_hp);
+  const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + L.oS()) + warp * 2 * SB;
+  const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;
+  const float* gsc = reinterpret_cast<const float*>(p.scales + std::size_t(hh) * p.scale_bytes);
+  const float* ghp = u_hp ? p.hp + std::size_t(hh) * V * K : nullptr;
+  auto issue = [&](int g) {  // the warp's 4 rows of group g into stage g & 1 (rows r..r+3 are contiguous)
+    const int r = g * kRows + rr0;
+    if (g >= nsplit || r >= V) return;
+    std::uint8_t* st = ring + (g & 1) * SB;
+    const std::uint8_t* src = gcodes + std::size_t(r) * RB;
+    for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+    if (u_hp) {
+      const float* hs = ghp + std::size_t(r) * K;
+      for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
+    }
+    if (lane < 4 * nsc) cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
+  };
+
+  // 1. The window by cp.async (as replay_lean, all rows of the head), then the first two groups of rows.
+  {
+    const float* ra = p.ra + std::size_t(hh) * p.cap;
+    const float* rk = p.rk + std::size_t(hh) * p.cap * K + 4 * lane;
+    const float* rw = p.rw + std::size_t(hh) * p.cap * V;
+    const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+    const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+    const int GK = p.G * K;
+    const int W = n + nd;
+    if (tid < W) {
+      cp_async4(sA + tid, tid < n ? ra + tid : p.a + bt(tid - n) * p.H + h);
+      if (tid >= n) {
+        if (p.beta) cp_async4(sB + tid, p.beta + bt(tid - n) * p.H + h);
+        else sB[tid] = 1.0f;
+      }
+    }
+    if (act) {
+      for (int j = warp; j < W; j += kWarps)
+        cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+    }
+    for (int c4 = lane; c4 < V4; c4 += 32) {
+      const int c = 4 * c4;
+      for (int j = warp; j < n; j += kWarps) cp_async16(sW + j * R + c, rw + std::size_t(j) * V + c);
+      for (int t = warp; t < nd; t += kWarps) {
+        const std::size_t o = (bt(t) * p.H + h) * V + c;
+        cp_async16(sVt + t * R + c, p.v + o);
+        if (!kGdn) cp_async16(sW + (n + t) * R + c, p.v + o);
+        if (p.skip) cp_async16(sSk + t * R + c, p.skip + o);
+      }
+    }
+  }
+  issue(0);
+  cp_async_commit();
+  issue(1);
+  cp_async_commit();
+  cp_async_wait<1>();  // the window and group 0
+  __syncthreads();
+
+  // 2. Decays and coefficient tables, once per head (replay_lean step 3, unchanged).
+  {
+    const int W = n + nd;
+    for (int x = tid; x < nd * W; x += kThreads) {
+      const int t = x / W, j = x - t * W;
+      if (j > n + t) continue;
+      float g = 1.0f;
+#pragma unroll 4
+      for (int i = n + t; i > j; --i) g = formats::mul_rn(g, sA[i]);
+      sGd[t * NR + j] = g;
+      if (j == 0) sTot[t] = formats::mul_rn(g, sA[0]);
+    }
+  }
+  __syncthreads();
+  {
+    const int W = n + nd;
+    for (int task = warp; task < nd * W; task += kWarps) {
+      const int t = task / W, j = task - t * W;
+      if (j > n + t) continue;
+      const float g = sGd[t * NR + j];
+      const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float pu = 0.0f;
+      const bool has_u = kGdn && j < n + t;
+      if (has_u) {
+        const F4 yk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        pu = part4(xa, yk, act);
+      }
+      const float d = bfly_sum2(part4(xa, yq, act), pu, lane);
+      if (lane == 0) sCO[t * NR + j] = formats::mul_rn(g, d);  // emu::window_coefs
+      if (lane == 16 && has_u) sCU[t * NR + j] = formats::mul_rn(g, d);
+    }
+  }
+  __syncthreads();
+
+  // Per-head record fields of the appended tokens (this CTA is the head's only one here).
+  {
+    float* wa = p.ra + std::size_t(hh) * p.cap;
+    float* wb = p.rbeta + std::size_t(hh) * p.cap;
+    float* wk = p.rk + std::size_t(hh) * p.cap * K;
+    for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
+    for (int x = tid; x < nd * K4; x += kThreads) {
+      const int j = x / K4, c = 4 * (x % K4);
+      st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+    }
+  }
+
+  // 3. Row groups: rows of the stage -> S_c q_t, S_c k_t (canonical trees) -> window sums (replay_lean step 4).
+  float* gw0 = p.rw + std::size_t(hh) * p.cap * V;
+  float* gv0 = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
+  for (int g = 0; g < nsplit; ++g) {
+    if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
+    __syncwarp();
+    const int hr = g * kRows + rr0;
+    if (hr < V) {
+      const std::uint8_t* st = ring + (g & 1) * SB;
+      float* sDq = sm + L.oD() + hr;
+      float* sDk = sm + L.oD() + nd * R + hr;
+      {
+        F4 S[kRPW], Sh[kRPW];
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) {
+          S[i] = F4{{0, 0, 0, 0}};
+          Sh[i] = F4{{0, 0, 0, 0}};
+          if (act) {
+            RawRow<C> w;
+            const std::uint8_t* cp = st + i * RB + lane * (C::kBits / 2);
+            if constexpr (C::kBits == 32) {
+              const uint4 u = *reinterpret_cast<const uint4*>(cp);
+              w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+            } else if constexpr (C::kBits == 16) {
+              const uint2 u = *reinterpret_cast<const uint2*>(cp);
+              w.c[0] = u.x, w.c[1] = u.y;
+            } else {
+              w.c[0] = *reinterpret_cast<const std::uint32_t*>(cp);
+            }
+            w.s = scaled<C>(p) ? reinterpret_cast<const float*>(st + oSC)[i * nsc + (p.scaling == formats::Scaling::row
+                                                                                      ? 0
+                                                                                      : lane / 8)]
+                               : 1.0f;
+            S[i] = decode_raw<C>(p, w);
+            if (u_hp) Sh[i] = ld4(reinterpret_cast<const float*>(st + oHP) + i * K + 4 * lane);
+          }
+        }
+        for (int t = 0; t < nd; ++t) {
+          const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+          const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
+                                     part4(S[3], qq, act), lane);
+          if (lane % 8 == 0) sDq[t * R + lane / 8] = dq;
+          if constexpr (kGdn) {
+            const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+            float dk;
+            if (u_hp)
+              dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act),
+                             part4(Sh[3], kk, act), lane);
+            else
+              dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
+                             lane);
+            if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
+          }
+        }
+      }
+      __syncwarp();
+      float* gw = gw0 + hr;
+      float* gv = recompute ? gv0 + hr : nullptr;
+      for (int t = 0; t < nd; ++t) {
+        const int jn = n + t;
+        const float tot = sTot[t];
+        float O[kRPW], U[kRPW];
+        {
+          const F4 dq = ld4(sDq + t * R);
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) O[i] = formats::mul_rn(tot, dq.x[i]);
+          if constexpr (kGdn) {
+            const F4 dk = ld4(sDk + t * R);
+#pragma unroll
+            for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dk.x[i]);
+          }
+        }
+        const float* cu = sCU + t * NR;
+        const float* co = sCO + t * NR;
+#pragma unroll 4
+        for (int j = 0; j < jn; ++j) {
+          const F4 w = ld4(sW + j * R + hr);
+          const float c_o = co[j];
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) O[i] = __fmaf_rn(c_o, w.x[i], O[i]);
+          if constexpr (kGdn) {
+            const float c_u = cu[j];
+#pragma unroll
+            for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
+          }
+        }
+        F4 wn;
+        if constexpr (kGdn) {
+          const float beta = sB[jn];
+          const F4 vt = ld4(sVt + t * R + hr);
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
+          __syncwarp();
+          if (lane == 0) {
+            st4(sW + jn * R + hr, wn);
+            if (recompute) st4(gv + std::size_t(jn) * V, vt);
+          }
+          __syncwarp();
+        } else {
+          wn = ld4(sW + jn * R + hr);
+        }
+        const float c_n = co[jn];
+        F4 y;
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) y.x[i] = __fmaf_rn(c_n, wn.x[i], O[i]);
+        if (p.skip) {
+          const F4 sk = ld4(sSk + t * R + hr);
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
+        }
+        if (lane == 0) {
+          st4(gw + std::size_t(jn) * V, wn);
+          st4(p.o + (bt(t) * p.H + h) * V + hr, y);
+        }
+      }
+    }
+    __syncwarp();  // every lane is done with stage g & 1 before it is refilled
+    issue(g + 2);
+    cp_async_commit();
+  }
+}
+
 // The flush path (1 / L of the steps, and verify's early flush): materialise + encode, the u=recompute chain.
 // Not inlined, so that its register pressure does not reach the lean path's allocation.
 template <class C, bool kGdn>
@@ -934,9 +1235,16 @@ __device__ __noinline__ void replay_flush(const KParams& p, float* sm) {
   }
 }
 
-// Which lean paths run (bit 0: non-flush, bit 1: step flush); REPLAYSSM_LEAN=0..3 in the environment overrides the
-// default 3 (diagnostics: the old code is kept for the early flush and u=recompute anyway).
-__device__ int g_lean = 3;
+// Which lean paths run (bit 0: non-flush, bit 1: step flush, bit 2: the non-flush op per head, replay_head, v6);
+// REPLAYSSM_LEAN=0..7 in the environment overrides the default 7 (3 = v5; diagnostics and A/B).
+__device__ int g_lean = 7;
+inline int host_lean() {
+  static const int v = [] {
+    const char* e = std::getenv("REPLAYSSM_LEAN");
+    return (!e || !*e) ? 7 : (std::atoi(e) & 7);
+  }();
+  return v;
+}
 
 template <class C, bool kGdn>
 __global__ void __launch_bounds__(kThreads, 4) replay_kernel(const __grid_constant__ KParams p) {
@@ -945,15 +1253,23 @@ __global__ void __launch_bounds__(kThreads, 4) replay_kernel(const __grid_consta
   const bool flush = p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   const int lean = g_lean;
-  if ((lean & 1) && p.V % 4 == 0 && !flush) replay_lean<C, kGdn, false>(p, sm);  // hot path: 15 of 16 steps (L=16)
-  else if ((lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) replay_lean<C, kGdn, true>(p, sm);  // step flush
+  if ((lean & 1) && p.V % 4 == 0 && !flush) {  // hot path: 15 of 16 steps (L=16)
+    if ((lean & 4) && head_smem_floats<C, kGdn>(p) > 0) {
+      if (blockIdx.x % unsigned((p.V + kRows - 1) / kRows) == 0) replay_head<C, kGdn>(p, sm);
+      return;  // the other CTAs of the head have nothing to do
+    }
+    replay_lean<C, kGdn, false>(p, sm);
+  } else if ((lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) replay_lean<C, kGdn, true>(p, sm);  // step flush
   else replay_flush<C, kGdn>(p, sm);  // early flush (verify), u=recompute flush
 }
 
+template <class C, bool kGdn>
 inline std::size_t smem_bytes(const KParams& p) {
   if (p.policy == emu::Policy::conventional_shared) return 0;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  return std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size()) * sizeof(float);
+  std::size_t f = std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size());
+  if ((host_lean() & 5) == 5) f = std::max(f, std::size_t(head_smem_floats<C, kGdn>(p)));
+  return f * sizeof(float);
 }
 
 // -1: not handled here (the caller uses the reference kernel); else a cudaError_t.
@@ -968,7 +1284,7 @@ int launch_one(const KParams& p, cudaStream_t s) {
     if (p.op == Op::verify && p.T > p.max_drafts) return -1;
     if (p.cap + p.T > kThreads) return -1;  // the lean path stages a / beta one thread per record
     const int nsplit = (p.V + kRows - 1) / kRows;
-    const std::size_t sm = smem_bytes(p);
+    const std::size_t sm = smem_bytes<C, kGdn>(p);
     if (sm > 200 * 1024) return -1;
     const unsigned grid = unsigned(std::size_t(p.B) * p.H * nsplit);
     if (p.policy == emu::Policy::conventional_shared) {
@@ -977,9 +1293,8 @@ int launch_one(const KParams& p, cudaStream_t s) {
     }
     if (std::size_t(p.B) * p.H > kCounters) return -1;
     static const bool lean_set = [] {  // once per process, before any graph capture (the first launch is plain)
-      const char* e = std::getenv("REPLAYSSM_LEAN");
-      if (!e || !*e) return true;
-      const int v = std::atoi(e) & 3;
+      if (!std::getenv("REPLAYSSM_LEAN")) return true;
+      const int v = host_lean();
       return cudaMemcpyToSymbol(g_lean, &v, sizeof v) == cudaSuccess;
     }();
     if (!lean_set) return int(cudaErrorInvalidValue);
