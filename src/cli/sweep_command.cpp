@@ -308,13 +308,25 @@ int run(const po::variables_map& cli) {
   if (resumed && !quiet) std::cerr << "sweep: resuming, " << resumed << " run(s) already finished\n";
 
   Progress progress(mine.size(), resumed, quiet);
+  // Workers take runs longest-first so that no long run starts last and leaves the other cores idle (results keep the
+  // plan's order). Rough cost: Mamba-2 > GDN (larger state per token); conventional LP modes re-encode the whole state
+  // every token; split keeps a second copy.
+  std::vector<std::size_t> order(mine.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto cost = [](const sweep::RunSpec& r) {
+    const bool lp = r.mode.format != formats::FormatId::fp32;
+    return (r.mode.arch == emu::Arch::mamba2 ? 4 : 0) + (lp && !r.mode.replay() ? 2 : 0) + (r.mode.split() ? 1 : 0);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return cost(mine[a]) > cost(mine[b]); });
   std::atomic<std::size_t> next{0};
   std::mutex mu;
   std::exception_ptr failure;
   auto worker = [&](int w) {
     for (;;) {
-      const std::size_t i = next++;
-      if (i >= mine.size()) return;
+      const std::size_t k = next++;
+      if (k >= mine.size()) return;
+      const std::size_t i = order[k];
       if (done[i]) continue;
       try {
         const auto& spec = mine[i];

@@ -38,6 +38,8 @@ std::vector<std::int64_t> power_of_two_edges(int T) {
   std::vector<std::int64_t> e{1};
   while (e.back() <= T) e.push_back(e.back() * 2);
   e.back() = std::min<std::int64_t>(e.back(), T + 1);
+  // T a power of two would leave position T alone in a last bin [T, T+1): fold it into [T/2, T+1) instead.
+  if (e.size() >= 4 && e[e.size() - 1] - e[e.size() - 2] == 1) e.erase(e.end() - 2);
   return e;
 }
 

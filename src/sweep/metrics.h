@@ -18,7 +18,8 @@ struct PositionMetrics {
 PositionMetrics compare_distributions(const std::vector<double>& logp_ref, const std::vector<double>& logp_mode,
                                       const std::vector<std::uint8_t>& targets, int T, int vocab);
 
-// Bin edges over 1-based positions: [1, 2), [2, 4), [4, 8), ... up to T (the last bin ends at T + 1).
+// Bin edges over 1-based positions: [1, 2), [2, 4), [4, 8), ... up to T (the last bin ends at T + 1; a last bin
+// that would hold position T alone is merged into the one before: T = 32768 ends with [16384, 32769)).
 std::vector<std::int64_t> power_of_two_edges(int T);
 
 // For each bin: mean, p50, p95, max of values[pos - 1] for pos in [edge_i, edge_{i+1}). [bins][4].

@@ -24,12 +24,15 @@ TEST_CASE("KL, NLL and top-1 of next-byte distributions", "[metrics]") {
 
 TEST_CASE("power-of-two bins cover every position once", "[metrics]") {
   CHECK(power_of_two_edges(1) == std::vector<std::int64_t>{1, 2});
-  CHECK(power_of_two_edges(8) == std::vector<std::int64_t>{1, 2, 4, 8, 9});
+  CHECK(power_of_two_edges(2) == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(power_of_two_edges(8) == std::vector<std::int64_t>{1, 2, 4, 9});  // no one-position last bin [8, 9)
+  CHECK(power_of_two_edges(9) == std::vector<std::int64_t>{1, 2, 4, 8, 10});
   CHECK(power_of_two_edges(10) == std::vector<std::int64_t>{1, 2, 4, 8, 11});
   auto e = power_of_two_edges(32768);
   CHECK(e.front() == 1);
   CHECK(e.back() == 32769);
-  CHECK(e.size() == 17);
+  CHECK(e.size() == 16);
+  CHECK(e[e.size() - 2] == 16384);
 }
 
 TEST_CASE("binned stats: mean, nearest-rank p50 and p95, max", "[metrics]") {
