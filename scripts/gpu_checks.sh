@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU correctness check of issues 4 and 10 in one device call on the lent H200:
 #   test_cuda_kernels, `replayssm validate --backend all --shapes all`, and compute-sanitizer memcheck, racecheck,
-#   initcheck and synccheck over the small-shape GPU tests (decode + verify, every kernel x mode), run concurrently
+#   initcheck and synccheck over the [sanitize] GPU test (every kernel x mode x format: decode, verify, early
+#   flush), run concurrently
 #   (the instrumentation is CPU-bound; the GPU machine has 16 cores).
 # Usage (device machine, repository root): scripts/gpu_checks.sh BIN_DIR [OUT_DIR]
 #   BIN_DIR holds replayssm and test_cuda_kernels built here with -DREPLAYSSM_CUDA=ON -DREPLAYSSM_STATIC_BOOST=ON.
@@ -31,8 +32,7 @@ sanitize() {  # tool, label, test filter
 
 pids=()
 for tool in memcheck racecheck initcheck synccheck; do
-  sanitize "$tool" gdn "CUDA GDN kernels*" & pids+=($!)
-  sanitize "$tool" mamba2 "CUDA Mamba-2 kernels*" & pids+=($!)
+  sanitize "$tool" quick "[sanitize]" & pids+=($!)
 done
 
 # datasets/capture_hf.py end to end where torch + transformers exist (the GPU machine has both): issue 9
@@ -44,8 +44,12 @@ if python3 -c "import torch, transformers, h5py" 2>/dev/null; then
 fi
 
 start=$SECONDS
-"$bin/test_cuda_kernels" > "$out/test_cuda_kernels.log" 2>&1; rc=$?
-echo "test_cuda_kernels: rc=$rc $(grep -h 'test cases' "$out/test_cuda_kernels.log" | tail -1) ($((SECONDS - start)) s)" >> "$summary"
+if [[ ${SKIP_FULL_TESTS:-0} == 1 ]]; then  # SKIP_FULL_TESTS=1: only the sanitizers, validate and capture
+  echo "test_cuda_kernels: not run (SKIP_FULL_TESTS=1)" >> "$summary"
+else
+  "$bin/test_cuda_kernels" > "$out/test_cuda_kernels.log" 2>&1; rc=$?
+  echo "test_cuda_kernels: rc=$rc $(grep -h 'test cases' "$out/test_cuda_kernels.log" | tail -1) ($((SECONDS - start)) s)" >> "$summary"
+fi
 start=$SECONDS
 "$bin/replayssm" validate --arch all --backend all --shapes all > "$out/validate_all.log" 2>&1; rc=$?
 echo "replayssm validate --arch all --backend all --shapes all: rc=$rc $(tail -1 "$out/validate_all.log") ($((SECONDS - start)) s)" >> "$summary"

@@ -71,6 +71,10 @@ class CudaBackend final : public emu::DecodeBackend {
     if (!m.replay()) {
       snap_codes_.alloc(nh * m.max_drafts * lay_.code_bytes);
       snap_scales_.alloc(nh * m.max_drafts * lay_.scale_bytes);
+      // Zeroed like the host-encoded stores: the packed 4-bit encoders read-modify-write their code bytes, and
+      // compute-sanitizer initcheck reported those 1-byte reads of never-written snapshot memory (mxfp4, verify).
+      snap_codes_.zero();
+      snap_scales_.zero();
     } else {
       ra_.alloc(nh * cap);
       rbeta_.alloc(nh * cap);

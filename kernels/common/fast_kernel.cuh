@@ -1116,6 +1116,9 @@ __device__ __noinline__ void replay_flush(const KParams& p, float* sm) {
       const F4 xa = act ? ld4(x + 4 * lane) : F4{{0, 0, 0, 0}};
       const F4 ya = act ? ld4(y + 4 * lane) : F4{{0, 0, 0, 0}};
       const float d = dot4(xa, ya, act);
+      // The recompute table is written in place (dst aliases the gamma read above): every lane must have read it
+      // before lane 0 overwrites it (compute-sanitizer racecheck reported the read/write hazard without this).
+      __syncwarp();
       if (lane == 0) *dst = formats::mul_rn(g, d);  // emu::window_coefs
     }
   }

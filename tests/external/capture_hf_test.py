@@ -105,9 +105,12 @@ with tempfile.TemporaryDirectory() as tmp:
             for lname in a["layers"]:
                 for field in a["layers"][lname]:
                     x, y = a["layers"][lname][field][...], b["layers"][lname][field][...]
-                    # another CPU / BLAS may round differently: equal to FP32 noise, not bit for bit
-                    check(np.allclose(x, y, rtol=1e-4, atol=1e-6 * np.abs(x).max()),
-                          f"{name}: /layers/{lname}/{field} not reproduced")
+                    # another CPU / BLAS rounds differently and a random-init model amplifies it layer by layer:
+                    # equal to FP32 noise in relative RMS (a wrong capture differs at O(1)), not element by element
+                    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+                    rel = np.linalg.norm(x - y) / max(np.linalg.norm(x), 1e-300)
+                    check(x.shape == y.shape and rel <= 1e-4,
+                          f"{name}: /layers/{lname}/{field} not reproduced (rel-RMS {rel:.2e} > 1e-4)")
 
     # the shipped example: transformers' torch recurrence as the outside kernel
     if "qwen3_5" in dumps:

@@ -62,3 +62,15 @@ TEST_CASE("CUDA kernels at the real head shapes (Qwen3.5 GDN, Nemotron-H Mamba-2
   check(shapes_for("qwen3.5", Arch::gdn).at(0), cases_for(16, 8, false, 24), true);
   check(shapes_for("nemotron-h", Arch::mamba2).at(0), cases_for(16, 8, false, 24), true);
 }
+
+// A light pass for compute-sanitizer (memcheck, racecheck, initcheck, synccheck; scripts/gpu_checks.sh): every kernel
+// x mode x format once through a step, a flush, a long run, a verify and a verify that must flush early first.
+TEST_CASE("CUDA kernels under compute-sanitizer: every mode, quick cases and an early flush, small shape",
+          "[gpu][sanitize]") {
+  (void)gpu();
+  std::vector<Case> cases = cases_for(16, 8, false, 33);
+  cases.push_back(cases_for(16, 8, true, 33).back());  // "verify overflow": the early flush
+  REQUIRE(cases.back().name == "verify overflow");
+  check(shapes_for("small", Arch::gdn).at(0), cases, false);
+  check(shapes_for("small", Arch::mamba2).at(0), cases, false);
+}
