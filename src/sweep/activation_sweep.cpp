@@ -104,35 +104,16 @@ Outcome evaluate(const RunSpec& spec, const ActivationDump& dump, int T, emu::De
     r.output_drift.insert(r.output_drift.end(), od.begin(), od.end());
     r.state_drift.insert(r.state_drift.end(), sd.begin(), sd.end());
   }
-  const emu::Mode& md = spec.mode;
-  r.attrs = {{"model", spec.model},
-             {"text", text_id},
-             {"format", formats::format_name(md.format)},
-             {"scaling", formats::scaling_name(md.scaling)},
-             {"rounding", formats::rounding_name(md.rounding)},
-             {"policy", emu::policy_name(md.policy)},
-             {"L", std::to_string(md.L)},
-             {"u_source", md.arch == emu::Arch::gdn && md.split() ? emu::usource_name(md.usource) : "n/a"},
-             {"seed", std::to_string(md.seed)},
-             {"mode", md.name()},
-             {"diverged_at", std::to_string(diverged_at)},
-             {"metrics", kActivationMetrics}};
+  r.attrs = run_attrs(spec, text_id, diverged_at);
+  r.attrs["metrics"] = kActivationMetrics;
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 
 // The model sweep's run group minus what needs a model head (results.h's write_run always writes kl/nll/top1).
 void write_activation_run(h5::File& f, const std::string& g, const Outcome& o, size_t nbins) {
-  const RunResult& r = o.r;
-  const size_t L = z(r.layers), F = r.flush_steps.size();
-  f.write(g + "/output_drift", {L, L ? r.output_drift.size() / L : 0}, r.output_drift.data());
-  f.write(g + "/output_drift_binned", {L, nbins, z(kStats)}, o.od_binned.data());
-  f.write(g + "/flush_steps", {F}, r.flush_steps.data());
-  f.write(g + "/state_drift", {L, F}, r.state_drift.data());
-  for (const auto& [k, v] : r.attrs) f.set_attr(g, k, v);
-  f.set_attr(g, "id", r.id);
-  f.set_attr(g, "index", r.index);
-  f.set_attr(g, "elapsed_s", r.elapsed_s);
+  write_drift_and_attrs(f, g, o.r);
+  f.write(g + "/output_drift_binned", {z(o.r.layers), nbins, z(kStats)}, o.od_binned.data());
   f.set_attr(g, "output_drift_binned_columns", "mean,p50,p95,max");
 }
 

@@ -11,11 +11,17 @@ std::size_t sz(std::size_t v) { return v; }
 }  // namespace
 
 void write_run(h5::File& f, const std::string& g, const RunResult& r) {
-  const std::size_t T = r.kl.size(), L = static_cast<std::size_t>(r.layers), F = r.flush_steps.size();
+  const std::size_t T = r.kl.size();
   f.write(g + "/kl", {T}, r.kl.data());
   f.write(g + "/nll", {T}, r.nll.data());
   f.write(g + "/top1", {T}, r.top1.data());
   f.write(g + "/kl_binned", {r.kl_binned.size() / kStats, sz(kStats)}, r.kl_binned.data());
+  write_drift_and_attrs(f, g, r);
+  f.set_attr(g, "kl_binned_columns", "mean,p50,p95,max");
+}
+
+void write_drift_and_attrs(h5::File& f, const std::string& g, const RunResult& r) {
+  const std::size_t L = static_cast<std::size_t>(r.layers), F = r.flush_steps.size();
   f.write(g + "/output_drift", {L, L ? r.output_drift.size() / L : 0}, r.output_drift.data());
   f.write(g + "/flush_steps", {F}, r.flush_steps.data());
   f.write(g + "/state_drift", {L, F}, r.state_drift.data());
@@ -23,7 +29,6 @@ void write_run(h5::File& f, const std::string& g, const RunResult& r) {
   f.set_attr(g, "id", r.id);
   f.set_attr(g, "index", r.index);
   f.set_attr(g, "elapsed_s", r.elapsed_s);
-  f.set_attr(g, "kl_binned_columns", "mean,p50,p95,max");
 }
 
 RunResult read_run(const h5::File& f, const std::string& g) {

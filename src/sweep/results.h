@@ -25,6 +25,9 @@ struct RunResult {
 };
 
 void write_run(h5::File& f, const std::string& group, const RunResult& r);
+// The part of write_run that needs no model head: output_drift, flush_steps, state_drift and the run's attrs (also
+// the whole run group of an activation-dump sweep, which adds its own binned drift).
+void write_drift_and_attrs(h5::File& f, const std::string& group, const RunResult& r);
 RunResult read_run(const h5::File& f, const std::string& group);
 
 // Per-model FP64 reference summary: NLL per position (bits/byte = mean / ln 2).

@@ -42,6 +42,22 @@ std::string run_id(const std::string& model, const emu::Mode& m) {
   return id;
 }
 
+std::map<std::string, std::string> run_attrs(const RunSpec& spec, const std::string& text_id,
+                                             std::int64_t diverged_at) {
+  const emu::Mode& md = spec.mode;
+  return {{"model", spec.model},
+          {"text", text_id},
+          {"format", formats::format_name(md.format)},
+          {"scaling", formats::scaling_name(md.scaling)},
+          {"rounding", formats::rounding_name(md.rounding)},
+          {"policy", emu::policy_name(md.policy)},
+          {"L", std::to_string(md.L)},
+          {"u_source", md.arch == emu::Arch::gdn && md.split() ? emu::usource_name(md.usource) : "n/a"},
+          {"seed", std::to_string(md.seed)},
+          {"mode", md.name()},
+          {"diverged_at", std::to_string(diverged_at)}};
+}
+
 std::vector<RunSpec> expand_plan(const std::vector<ModelRef>& models, const SweepAxes& axes) {
   std::vector<RunSpec> plan;
   std::set<std::string> seen;

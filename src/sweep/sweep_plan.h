@@ -2,6 +2,7 @@
 // What a sweep runs: the cross product of the configured axes, expanded into an ordered list of runs with stable
 // ids. The order and ids depend only on the options, so shards, resumes and merges all agree on them.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ std::vector<std::string> split_list(const std::string& csv);
 std::vector<RunSpec> expand_plan(const std::vector<ModelRef>& models, const SweepAxes& axes);
 
 std::string run_id(const std::string& model, const emu::Mode& m);
+
+// The settings of a run as its group attrs (model, text, format, scaling, rounding, policy, L, u_source, seed, mode,
+// diverged_at: -1 when the run stayed finite); shared by the model sweep and the activation-dump sweep.
+std::map<std::string, std::string> run_attrs(const RunSpec& spec, const std::string& text_id,
+                                             std::int64_t diverged_at);
 
 // "i/n" -> (i, n), 0 <= i < n.
 std::pair<int, int> parse_shard(const std::string& s);

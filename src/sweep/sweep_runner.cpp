@@ -84,18 +84,7 @@ RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSli
     r.output_drift.insert(r.output_drift.end(), od.begin(), od.end());
     r.state_drift.insert(r.state_drift.end(), sd.begin(), sd.end());
   }
-  const emu::Mode& md = spec.mode;
-  r.attrs = {{"model", spec.model},
-             {"text", text.id},
-             {"format", formats::format_name(md.format)},
-             {"scaling", formats::scaling_name(md.scaling)},
-             {"rounding", formats::rounding_name(md.rounding)},
-             {"policy", emu::policy_name(md.policy)},
-             {"L", std::to_string(md.L)},
-             {"u_source", md.arch == emu::Arch::gdn && md.split() ? emu::usource_name(md.usource) : "n/a"},
-             {"seed", std::to_string(md.seed)},
-             {"mode", md.name()},
-             {"diverged_at", std::to_string(diverged_at)}};
+  r.attrs = run_attrs(spec, text.id, diverged_at);
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
