@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Every GPU correctness check of issues 4 and 10 in one device call on the lent H200:
-#   test_cuda_kernels, `replayssm validate --backend all --shapes all`, and compute-sanitizer memcheck, racecheck,
-#   initcheck and synccheck over the [sanitize] GPU test (every kernel x mode x format: decode, verify, early
-#   flush), run concurrently after the plain checks
-#   (the instrumentation is CPU-bound; the GPU machine has 16 cores).
+#   test_cuda_kernels and test_formats_gpu, `replayssm validate --backend all --shapes all`, then compute-sanitizer:
+#   all four tools over the [sanitize] cases and test_formats_gpu (SAN_FULL=1: every GPU test case), as parallel
+#   processes (one per tool x test case; the instrumentation is CPU-bound and the GPU machine has 16 cores).
+#   SKIP_CAPTURE=1 leaves out the capture_hf end-to-end test (CPU only, ~3 min).
 # Usage (device machine, repository root): scripts/gpu_checks.sh BIN_DIR [OUT_DIR]
-#   BIN_DIR holds replayssm and test_cuda_kernels built here with -DREPLAYSSM_CUDA=ON -DREPLAYSSM_STATIC_BOOST=ON.
+#   BIN_DIR holds replayssm, test_cuda_kernels and test_formats_gpu built here with -DREPLAYSSM_CUDA=ON -DREPLAYSSM_STATIC_BOOST=ON.
 # Writes one log per check and summary.txt under OUT_DIR ($OUT on the device tool, else out/gpu_checks).
 set -uo pipefail
 bin=$(cd "${1:?usage: scripts/gpu_checks.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -19,20 +19,23 @@ summary=$out/summary.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >> "$summary"
 compute-sanitizer --version | tail -1 >> "$summary"
 
-sanitize() {  # tool, label, test filter
-  local tool=$1 label=$2 filter=$3 extra=()
+# One sanitizer job: tool, log label, binary, Catch2 filter; killed at the common deadline (rc 124).
+sanitize() {
+  local tool=$1 label=$2 exe=$3 filter=$4 extra=() left
   [[ $tool == memcheck ]] && extra=(--leak-check full)
-  timeout "$san_limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-    "$bin/test_cuda_kernels" "$filter" > "$out/${tool}_${label}.log" 2>&1
-  local rc=$?  # 99: the tool reported errors; 124: killed at SAN_LIMIT_S
-  echo "compute-sanitizer --tool $tool${extra:+ ${extra[*]}} test_cuda_kernels \"$filter\": rc=$rc;" \
+  left=$(( deadline - $(date +%s) )); (( left < 10 )) && left=10
+  timeout "$left" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+    "$bin/$exe" "$filter" > "$out/${tool}_${label}.log" 2>&1
+  local rc=$?  # 0 clean, 99 the tool reported errors, 124 killed at the deadline, else a test failed
+  echo "compute-sanitizer --tool $tool${extra:+ ${extra[*]}} $exe \"$filter\": rc=$rc;" \
     "$(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$out/${tool}_${label}.log" | tr '\n' ' ')" \
     "$(grep -h 'test cases' "$out/${tool}_${label}.log" | tail -1)" >> "$summary"
 }
+export -f sanitize
 
 pids=()
 # datasets/capture_hf.py end to end where torch + transformers exist (the GPU machine has both): issue 9
-if python3 -c "import torch, transformers, h5py" 2>/dev/null; then
+if [[ ${SKIP_CAPTURE:-0} != 1 ]] && python3 -c "import torch, transformers, h5py" 2>/dev/null; then
   ( start=$SECONDS; python3 tests/external/capture_hf_test.py "$bin/replayssm" > "$out/capture_hf.log" 2>&1; rc=$?
     echo "capture_hf_test.py (torch $(python3 -c 'import torch; print(torch.__version__)'), transformers" \
       "$(python3 -c 'import transformers; print(transformers.__version__)')): rc=$rc $(tail -1 "$out/capture_hf.log")" \
@@ -45,17 +48,37 @@ if [[ ${SKIP_FULL_TESTS:-0} == 1 ]]; then  # SKIP_FULL_TESTS=1: validate, captur
 else
   "$bin/test_cuda_kernels" > "$out/test_cuda_kernels.log" 2>&1; rc=$?
   echo "test_cuda_kernels: rc=$rc $(grep -h 'test cases' "$out/test_cuda_kernels.log" | tail -1) ($((SECONDS - start)) s)" >> "$summary"
+  start=$SECONDS
+  "$bin/test_formats_gpu" > "$out/test_formats_gpu.log" 2>&1; rc=$?
+  echo "test_formats_gpu: rc=$rc $(grep -h 'test cases' "$out/test_formats_gpu.log" | tail -1) ($((SECONDS - start)) s)" >> "$summary"
 fi
 start=$SECONDS
 "$bin/replayssm" validate --arch all --backend all --shapes all > "$out/validate_all.log" 2>&1; rc=$?
 echo "replayssm validate --arch all --backend all --shapes all: rc=$rc $(tail -1 "$out/validate_all.log") ($((SECONDS - start)) s)" >> "$summary"
 
-# The sanitizers last, concurrently: the plain checks above are CPU-heavy (the emulation) and would starve them.
-# SKIP_SANITIZERS=1 leaves them out.
+# The sanitizers last (the plain checks above are CPU-heavy and would starve them), one process per (tool, test case),
+# up to SAN_JOBS at once, all stopped at the common deadline SAN_LIMIT_S. Every tool runs the [sanitize] cases (every
+# kernel x mode x format through a step, a flush, a long run, verifies and an early flush; 8 shards) and memcheck and
+# racecheck also test_formats_gpu. SAN_FULL=1 adds memcheck and racecheck over the awkward and real-shape test cases
+# (each several times longer; more than one device call in all). SKIP_SANITIZERS=1 leaves them out.
 if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
-  for tool in memcheck racecheck initcheck synccheck; do
-    sanitize "$tool" quick "[sanitize]" & pids+=($!)
+  export bin out summary deadline=$(( $(date +%s) + san_limit ))
+  jobs=()
+  shards=(gdn:u-hp gdn:u-lp gdn:u-recompute gdn:conventional gdn:replay-shared
+          mamba2:conventional mamba2:replay-shared mamba2:replay-split)
+  for tool in racecheck memcheck initcheck synccheck; do
+    for sh in "${shards[@]}"; do jobs+=("$tool ${sh/:/_} test_cuda_kernels [sanitize][${sh%%:*}][${sh##*:}]"); done
   done
+  jobs+=("racecheck formats test_formats_gpu [gpu]" "memcheck formats test_formats_gpu [gpu]")
+  if [[ ${SAN_FULL:-0} == 1 ]]; then
+    for tool in memcheck racecheck; do
+      for a in gdn mamba2; do for pol in replay-split replay-shared conventional; do
+        jobs+=("$tool awkward_${a}_${pol} test_cuda_kernels [awkward][$a][$pol]")
+      done; jobs+=("$tool real_${a} test_cuda_kernels [real][$a]"); done
+    done
+  fi
+  printf '%s\n' "${jobs[@]}" | xargs -P "${SAN_JOBS:-16}" -L 1 bash -c 'sanitize "$@"' _ &
+  pids+=($!)
 fi
 wait "${pids[@]}"
 cat "$summary"

@@ -36,6 +36,8 @@ struct KParams {
   const int* n = nullptr;      // valid records before this op
   const int* early = nullptr;  // 1: flush the n records first (the op would overflow the buffer)
   const int* tok = nullptr;    // committed tokens (SR step index)
+  // set by the fast launcher (fast_kernel.cuh): replay_head's dynamic shared memory in floats, 0 = not used
+  int head_floats = 0;
 };
 
 // Both return a cudaError_t as int (0 = success).

@@ -1,7 +1,8 @@
 #pragma once
 // The tuned decode kernel (issue 5): state rows streamed through registers, no whole-state staging.
 //
-// Grid: nsplit = ceil(V / 32) CTAs per (sequence, head), 256 threads = 8 warps, each warp owns 4 rows of the CTA's 32.
+// Grid: nsplit = ceil(V / 32) CTAs per (sequence, head) (conv_kernel: 1-D; replay_kernel: (nsplit, H, B), so that no
+// CTA divides to find its head), 256 threads = 8 warps, each warp owns 4 rows of the CTA's 32.
 // Lane l holds elements 4l..4l+3 of its rows (K <= 128: one 16-byte load of FP32 codes per row per lane), exactly the
 // 32-lane tree of emulation/decode_math.h, so the xor butterfly reproduces the emulation's dot products bit for bit.
 // Every row of the GDN / Mamba-2 update only needs that row's dots (u_r = beta (v_r - a (S k)_r)), so rows are
@@ -15,9 +16,10 @@
 // An early flush overwrites record slots from 0 while other CTAs of the head may still read the old window: the last
 // CTA of the head to finish staging writes the new per-head records (atomic counter, no waiting).
 // ReplaySSM dispatch per CTA (replay_kernel): non-flush ops (15 of 16 steps at L = 16, verify without an early flush)
-// run replay_head (v6: CTA 0 of the head does the whole head; the others return) where its shared memory fits, else
-// replay_lean<.., false>; a step that fills the window (not u=recompute) replay_lean<.., true>; verify's early
-// flush and the u=recompute flush run replay_flush (not inlined). PERF_NOTES.md, "second pass" (v3-v5), "third pass" (v6-v7).
+// run replay_head (v6: CTA 0 of the head does the whole head; the others return. v8: its window sums run one thread
+// per row. v9: u=hp is a template parameter) where its shared memory fits, else replay_lean<.., false>; a step that
+// fills the window (not u=recompute) replay_lean<.., true>; verify's early flush and the u=recompute flush run
+// replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -379,9 +381,7 @@ __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
 // Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
 template <class C, bool kGdn, bool kFlush>
 __device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
-  const int nsplit = (p.V + kRows - 1) / kRows;
-  const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
-  const int b = hh / p.H, h = hh % p.H;
+  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h, sp = blockIdx.x;  // grid (nsplit, H, B)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows, rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;
@@ -557,22 +557,31 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
     }
     if (lane == 0) st4(gw + std::size_t(n) * V, wn);
     const F4 qq = act ? ld4(sQ + 4 * lane) : F4{{0, 0, 0, 0}};
+    // The 4 rows advance together through the records (k_j and w_j loaded once for all four; v8 reloaded k_j per
+    // row); each element's chain is unchanged: total * S, then + (G_j w_j[r]) k_j[c] for j = 0..n in order.
+    F4 N[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) N[i].x[e] = formats::mul_rn(tot, split ? Sh[i].x[e] : S[i].x[e]);
+    for (int j = 0; j <= n; ++j) {
+      const float g = sGd[j];
+      const F4 wj = ld4(sW + j * kRows + rr0);
+      const F4 kj = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) {
+        const float rc = formats::mul_rn(g, wj.x[i]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) N[i].x[e] = __fmaf_rn(rc, kj.x[e], N[i].x[e]);
+      }
+    }
     F4 y;
 #pragma unroll
     for (int i = 0; i < kRPW; ++i) {
       const int r = r0 + rr0 + i;
-      F4 N;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) N.x[e] = formats::mul_rn(tot, split ? Sh[i].x[e] : S[i].x[e]);
-      for (int j = 0; j <= n; ++j) {
-        const float rc = formats::mul_rn(sGd[j], sW[j * kRows + rr0 + i]);
-        const F4 kj = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) N.x[e] = __fmaf_rn(rc, kj.x[e], N.x[e]);
-      }
-      y.x[i] = dot4(N, qq, act);
-      if (split && act) st4(p.hp + std::size_t(hh) * V * K + std::size_t(r) * K + 4 * lane, N);
-      encode_row<C>(p, N, p.codes + std::size_t(hh) * p.code_bytes, p.scales + std::size_t(hh) * p.scale_bytes, r,
+      y.x[i] = dot4(N[i], qq, act);
+      if (split && act) st4(p.hp + std::size_t(hh) * V * K + std::size_t(r) * K + 4 * lane, N[i]);
+      encode_row<C>(p, N[i], p.codes + std::size_t(hh) * p.code_bytes, p.scales + std::size_t(hh) * p.scale_bytes, r,
                     lane, act, std::uint32_t(hh), std::uint32_t(p.tok[b]));
     }
     if (p.skip) {
@@ -708,11 +717,10 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   return f * 4 <= 160 * 1024 ? f : 0;
 }
 
-template <class C, bool kGdn>
+template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
-  const int nsplit = (p.V + kRows - 1) / kRows;
-  const int hh = blockIdx.x / nsplit;
-  const int b = hh / p.H, h = hh % p.H;
+  const int nsplit = gridDim.x;
+  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h;  // grid (nsplit, H, B)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;
@@ -720,7 +728,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
   const int grp = h / (p.H / p.G);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
-  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)
   const int n = p.n[b];
   const int nd = p.op == Op::verify ? p.T : 1;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
@@ -848,23 +856,23 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
     }
   }
 
-  // 3. Row groups: rows of the stage -> S_c q_t, S_c k_t (canonical trees) -> window sums (replay_lean step 4).
-  float* gw0 = p.rw + std::size_t(hh) * p.cap * V;
-  float* gv0 = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
+  // 3a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
+  float* sDq0 = sm + L.oD();
+  float* sDk0 = sDq0 + nd * R;
   for (int g = 0; g < nsplit; ++g) {
     if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
     __syncwarp();
     const int hr = g * kRows + rr0;
     if (hr < V) {
       const std::uint8_t* st = ring + (g & 1) * SB;
-      float* sDq = sm + L.oD() + hr;
-      float* sDk = sm + L.oD() + nd * R + hr;
+      float* sDq = sDq0 + hr;
+      float* sDk = sDk0 + hr;
       {
-        F4 S[kRPW], Sh[kRPW];
+        F4 S[kRPW], Sh[kHp ? kRPW : 1];
 #pragma unroll
         for (int i = 0; i < kRPW; ++i) {
           S[i] = F4{{0, 0, 0, 0}};
-          Sh[i] = F4{{0, 0, 0, 0}};
+          if constexpr (kHp) Sh[i] = F4{{0, 0, 0, 0}};
           if (act) {
             RawRow<C> w;
             const std::uint8_t* cp = st + i * RB + lane * (C::kBits / 2);
@@ -882,7 +890,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
                                                                                       : lane / 8)]
                                : 1.0f;
             S[i] = decode_raw<C>(p, w);
-            if (u_hp) Sh[i] = ld4(reinterpret_cast<const float*>(st + oHP) + i * K + 4 * lane);
+            if constexpr (kHp) Sh[i] = ld4(reinterpret_cast<const float*>(st + oHP) + i * K + 4 * lane);
           }
         }
         for (int t = 0; t < nd; ++t) {
@@ -893,7 +901,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
           if constexpr (kGdn) {
             const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
             float dk;
-            if (u_hp)
+            if constexpr (kHp)
               dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act),
                              part4(Sh[3], kk, act), lane);
             else
@@ -903,70 +911,39 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
           }
         }
       }
-      __syncwarp();
-      float* gw = gw0 + hr;
-      float* gv = recompute ? gv0 + hr : nullptr;
-      for (int t = 0; t < nd; ++t) {
-        const int jn = n + t;
-        const float tot = sTot[t];
-        float O[kRPW], U[kRPW];
-        {
-          const F4 dq = ld4(sDq + t * R);
-#pragma unroll
-          for (int i = 0; i < kRPW; ++i) O[i] = formats::mul_rn(tot, dq.x[i]);
-          if constexpr (kGdn) {
-            const F4 dk = ld4(sDk + t * R);
-#pragma unroll
-            for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dk.x[i]);
-          }
-        }
-        const float* cu = sCU + t * NR;
-        const float* co = sCO + t * NR;
-#pragma unroll 4
-        for (int j = 0; j < jn; ++j) {
-          const F4 w = ld4(sW + j * R + hr);
-          const float c_o = co[j];
-#pragma unroll
-          for (int i = 0; i < kRPW; ++i) O[i] = __fmaf_rn(c_o, w.x[i], O[i]);
-          if constexpr (kGdn) {
-            const float c_u = cu[j];
-#pragma unroll
-            for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
-          }
-        }
-        F4 wn;
-        if constexpr (kGdn) {
-          const float beta = sB[jn];
-          const F4 vt = ld4(sVt + t * R + hr);
-#pragma unroll
-          for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
-          __syncwarp();
-          if (lane == 0) {
-            st4(sW + jn * R + hr, wn);
-            if (recompute) st4(gv + std::size_t(jn) * V, vt);
-          }
-          __syncwarp();
-        } else {
-          wn = ld4(sW + jn * R + hr);
-        }
-        const float c_n = co[jn];
-        F4 y;
-#pragma unroll
-        for (int i = 0; i < kRPW; ++i) y.x[i] = __fmaf_rn(c_n, wn.x[i], O[i]);
-        if (p.skip) {
-          const F4 sk = ld4(sSk + t * R + hr);
-#pragma unroll
-          for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
-        }
-        if (lane == 0) {
-          st4(gw + std::size_t(jn) * V, wn);
-          st4(p.o + (bt(t) * p.H + h) * V + hr, y);
-        }
-      }
     }
     __syncwarp();  // every lane is done with stage g & 1 before it is refilled
     issue(g + 2);
     cp_async_commit();
+  }
+  __syncthreads();
+
+  // 3b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
+  //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
+  //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
+  float* gw = p.rw + std::size_t(hh) * p.cap * V;
+  if constexpr (kGdn) {
+    float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
+    for (int r = tid; r < V; r += kThreads) {
+      for (int t = 0; t < nd; ++t) {
+        const int jn = n + t;
+        const float vt = sVt[t * R + r];
+        const float u = emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
+        sW[jn * R + r] = u;
+        gw[std::size_t(jn) * V + r] = u;
+        if (recompute) gv[std::size_t(jn) * V + r] = vt;
+      }
+    }
+    __syncthreads();
+  }
+  int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + i kThreads = t V + r, without a division
+  for (; r >= V && t < nd; r -= V) ++t;
+  while (t < nd) {
+    const int jn = n + t;
+    if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+    const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
+    p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
+    for (r += kThreads; r >= V && t < nd; r -= V) ++t;
   }
 }
 
@@ -974,9 +951,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
 // Not inlined, so that its register pressure does not reach the lean path's allocation.
 template <class C, bool kGdn>
 __device__ __noinline__ void replay_flush(const KParams& p, float* sm) {
-  const int nsplit = (p.V + kRows - 1) / kRows;
-  const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
-  const int b = hh / p.H, h = hh % p.H;
+  const int nsplit = gridDim.x;
+  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h, sp = blockIdx.x;  // grid (nsplit, H, B)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows;
   const bool act = 4 * lane < p.K;
@@ -1249,16 +1225,32 @@ inline int host_lean() {
   return v;
 }
 
+// Minimum resident CTAs per SM the replay kernel is compiled for (register cap 65536 / (256 x this));
+// -DREPLAYSSM_REPLAY_MIN_CTAS=N overrides it for every instantiation (A/B builds in kernels/bench).
+// GDN FP32: replay_head's ring already limits it to 3 CTAs per SM, so 80 registers cost no occupancy (measured -7%);
+// FP8 and Mamba-2 fit 4 CTAs and lose 9-15% at 3 (PERF_NOTES, "fourth pass").
 template <class C, bool kGdn>
-__global__ void __launch_bounds__(kThreads, 4) replay_kernel(const __grid_constant__ KParams p) {
+inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32) ? 3 : 4;
+#ifdef REPLAYSSM_REPLAY_MIN_CTAS
+#define REPLAYSSM_REPLAY_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
+#else
+#define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
+#endif
+template <class C, bool kGdn>
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
-  const int b = int(blockIdx.x / unsigned((p.V + kRows - 1) / kRows)) / p.H;
+  const int b = blockIdx.z;  // grid (nsplit, H, B): no divisions here, 3 of 4 GDN CTAs return at once
   const bool flush = p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   const int lean = g_lean;
   if ((lean & 1) && p.V % 4 == 0 && !flush) {  // hot path: 15 of 16 steps (L=16)
-    if ((lean & 4) && head_smem_floats<C, kGdn>(p) > 0) {
-      if (blockIdx.x % unsigned((p.V + kRows - 1) / kRows) == 0) replay_head<C, kGdn>(p, sm);
+    if (p.head_floats > 0) {  // set by the launcher where replay_head's shared memory fits (and REPLAYSSM_LEAN & 4)
+      if (blockIdx.x == 0) {
+        if (kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp)
+          replay_head<C, kGdn, kGdn>(p, sm);
+        else
+          replay_head<C, kGdn, false>(p, sm);
+      }
       return;  // the other CTAs of the head have nothing to do
     }
     replay_lean<C, kGdn, false>(p, sm);
@@ -1271,22 +1263,24 @@ inline std::size_t smem_bytes(const KParams& p) {
   if (p.policy == emu::Policy::conventional_shared) return 0;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   std::size_t f = std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size());
-  if ((host_lean() & 5) == 5) f = std::max(f, std::size_t(head_smem_floats<C, kGdn>(p)));
+  f = std::max(f, std::size_t(p.head_floats));
   return f * sizeof(float);
 }
 
 // -1: not handled here (the caller uses the reference kernel); else a cudaError_t.
 template <class C, bool kGdn>
-int launch_one(const KParams& p, cudaStream_t s) {
+int launch_one(const KParams& p_in, cudaStream_t s) {
   if constexpr (!kSupported<C>) {
     return -1;
   } else {
+    KParams p = p_in;  // + head_floats
     if (p.op == Op::state || p.K > 128 || p.K % 4 != 0 || p.V > 8 * kRows || p.L < 2 || p.cap > 64 ||
         p.scaling == formats::Scaling::head)
       return -1;
     if (p.op == Op::verify && p.T > p.max_drafts) return -1;
     if (p.cap + p.T > kThreads) return -1;  // the lean path stages a / beta one thread per record
     const int nsplit = (p.V + kRows - 1) / kRows;
+    p.head_floats = (host_lean() & 5) == 5 ? head_smem_floats<C, kGdn>(p) : 0;
     const std::size_t sm = smem_bytes<C, kGdn>(p);
     if (sm > 200 * 1024) return -1;
     const unsigned grid = unsigned(std::size_t(p.B) * p.H * nsplit);
@@ -1294,7 +1288,7 @@ int launch_one(const KParams& p, cudaStream_t s) {
       conv_kernel<C, kGdn><<<grid, kThreads, 0, s>>>(p);
       return int(cudaGetLastError());
     }
-    if (std::size_t(p.B) * p.H > kCounters) return -1;
+    if (std::size_t(p.B) * p.H > kCounters || p.B > 65535 || p.H > 65535) return -1;
     static const bool lean_set = [] {  // once per process, before any graph capture (the first launch is plain)
       if (!std::getenv("REPLAYSSM_LEAN")) return true;
       const int v = host_lean();
@@ -1304,7 +1298,7 @@ int launch_one(const KParams& p, cudaStream_t s) {
     const cudaError_t e =
         cudaFuncSetAttribute(replay_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
     if (e != cudaSuccess) return int(e);
-    replay_kernel<C, kGdn><<<grid, kThreads, sm, s>>>(p);
+    replay_kernel<C, kGdn><<<dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), kThreads, sm, s>>>(p);
     return int(cudaGetLastError());
   }
 }
