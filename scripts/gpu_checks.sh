@@ -66,10 +66,13 @@ if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
   jobs=()
   shards=(gdn:u-hp gdn:u-lp gdn:u-recompute gdn:conventional gdn:replay-shared
           mamba2:conventional mamba2:replay-shared mamba2:replay-split)
-  for tool in racecheck memcheck initcheck synccheck; do
+  for tool in racecheck memcheck; do  # the two the issue names first, then the format kernels, then the other two
     for sh in "${shards[@]}"; do jobs+=("$tool ${sh/:/_} test_cuda_kernels [sanitize][${sh%%:*}][${sh##*:}]"); done
   done
   jobs+=("racecheck formats test_formats_gpu [gpu]" "memcheck formats test_formats_gpu [gpu]")
+  for tool in initcheck synccheck; do
+    for sh in "${shards[@]}"; do jobs+=("$tool ${sh/:/_} test_cuda_kernels [sanitize][${sh%%:*}][${sh##*:}]"); done
+  done
   if [[ ${SAN_FULL:-0} == 1 ]]; then
     for tool in memcheck racecheck; do
       for a in gdn mamba2; do for pol in replay-split replay-shared conventional; do
