@@ -1,0 +1,272 @@
+#pragma once
+// The ReplaySSM non-flush op with one CTA per head (v6, v8, v9). Part of fast_kernel.cuh.
+#include "kernels/common/fast_replay_lean.cuh"
+
+namespace replayssm::kern::fast {
+
+// ---------------------------------------------------------------------------------------------------------- v6
+// replay_head: the non-flush op of a whole head in one CTA (PERF_NOTES, "third pass"). The window staging, the decay
+// table and the coefficient tables G_j (k_j . q_t), G_j (k_j . k_t) are built once per head instead of once per
+// 32-row CTA (GDN 4x, Mamba-2 2x); the 8 warps then loop over the head's 32-row groups (a warp owns rows
+// 32 g + 4 warp .. + 3 of group g: the same 4-row tiles as replay_lean, the same operations in the same order).
+// The checkpoint rows of a warp's next group fly while it computes the current one: a per-warp two-stage ring in
+// shared memory filled by cp.async (codes, scales, and the HP rows for split u=hp), warp-local waits only. The other
+// CTAs of the head (same grid as v5) return at once.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+template <class C>
+__host__ __device__ inline int head_nsc(const KParams& p) {  // scales per row in the ring
+  if (C::kBlock == 0 || p.scaling == formats::Scaling::none) return 0;
+  return p.scaling == formats::Scaling::row ? 1 : (p.K + 31) / 32;
+}
+template <class C>
+__host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) {  // one ring stage: 4 rows
+  return 4 * (p.K * C::kBits / 8) + (u_hp ? 16 * p.K : 0) + (16 * head_nsc<C>(p) + 15) / 16 * 16;
+}
+// Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
+template <class C, bool kGdn>
+__host__ __device__ inline int head_smem_floats(const KParams& p) {
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool rec = kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  const Smem L{p.cap + p.T, p.T, p.K, rec, nsplit * kRows};
+  const int f = L.oS() + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
+  return f * 4 <= 160 * 1024 ? f : 0;
+}
+
+template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
+__device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
+  const int nsplit = gridDim.x;
+  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h;  // grid (nsplit, H, B)
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int rr0 = warp * kRPW;
+  const bool act = 4 * lane < p.K;
+  const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
+  const int grp = h / (p.H / p.G);
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
+  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)
+  const int n = p.n[b];
+  const int nd = p.op == Op::verify ? p.T : 1;
+  auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
+
+  const int R = nsplit * kRows;
+  const Smem L{p.cap + p.T, p.T, K, recompute, R};
+  const int NR = L.NR;
+  float* sA = sm + L.oA();
+  float* sB = sm + L.oB();
+  float* sK = sm + L.oK();
+  float* sQ = sm + L.oQ();
+  float* sW = sm + L.oW();
+  float* sVt = sm + L.oVt();
+  float* sSk = sm + L.oSk();
+  float* sTot = sm + L.oTot();
+  float* sCU = sm + L.oCU();
+  float* sCO = sm + L.oCO();
+  float* sGd = sm + L.oGd();
+
+  // The ring: stage s of warp w at oS + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
+  const int RB = K * C::kBits / 8;
+  const int nsc = head_nsc<C>(p);
+  const int SB = head_stage_bytes<C>(p, u_hp);
+  const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + L.oS()) + warp * 2 * SB;
+  const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;
+  const float* gsc = reinterpret_cast<const float*>(p.scales + std::size_t(hh) * p.scale_bytes);
+  const float* ghp = u_hp ? p.hp + std::size_t(hh) * V * K : nullptr;
+  auto issue = [&](int g) {  // the warp's 4 rows of group g into stage g & 1 (rows r..r+3 are contiguous)
+    const int r = g * kRows + rr0;
+    if (g >= nsplit || r >= V) return;
+    std::uint8_t* st = ring + (g & 1) * SB;
+    const std::uint8_t* src = gcodes + std::size_t(r) * RB;
+    for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+    if (u_hp) {
+      const float* hs = ghp + std::size_t(r) * K;
+      for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
+    }
+    if (lane < 4 * nsc) cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
+  };
+
+  // 1. The window by cp.async (as replay_lean, all rows of the head), then the first two groups of rows.
+  {
+    const float* ra = p.ra + std::size_t(hh) * p.cap;
+    const float* rk = p.rk + std::size_t(hh) * p.cap * K + 4 * lane;
+    const float* rw = p.rw + std::size_t(hh) * p.cap * V;
+    const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+    const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+    const int GK = p.G * K;
+    const int W = n + nd;
+    if (tid < W) {
+      cp_async4(sA + tid, tid < n ? ra + tid : p.a + bt(tid - n) * p.H + h);
+      if (tid >= n) {
+        if (p.beta) cp_async4(sB + tid, p.beta + bt(tid - n) * p.H + h);
+        else sB[tid] = 1.0f;
+      }
+    }
+    if (act) {
+      for (int j = warp; j < W; j += kWarps)
+        cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+    }
+    for (int c4 = lane; c4 < V4; c4 += 32) {
+      const int c = 4 * c4;
+      for (int j = warp; j < n; j += kWarps) cp_async16(sW + j * R + c, rw + std::size_t(j) * V + c);
+      for (int t = warp; t < nd; t += kWarps) {
+        const std::size_t o = (bt(t) * p.H + h) * V + c;
+        cp_async16(sVt + t * R + c, p.v + o);
+        if (!kGdn) cp_async16(sW + (n + t) * R + c, p.v + o);
+        if (p.skip) cp_async16(sSk + t * R + c, p.skip + o);
+      }
+    }
+  }
+  issue(0);
+  cp_async_commit();
+  issue(1);
+  cp_async_commit();
+  cp_async_wait<1>();  // the window and group 0
+  __syncthreads();
+
+  // 2. Decays and coefficient tables, once per head (replay_lean step 3, unchanged).
+  {
+    const int W = n + nd;
+    for (int x = tid; x < nd * W; x += kThreads) {
+      const int t = x / W, j = x - t * W;
+      if (j > n + t) continue;
+      float g = 1.0f;
+#pragma unroll 4
+      for (int i = n + t; i > j; --i) g = formats::mul_rn(g, sA[i]);
+      sGd[t * NR + j] = g;
+      if (j == 0) sTot[t] = formats::mul_rn(g, sA[0]);
+    }
+  }
+  __syncthreads();
+  {
+    const int W = n + nd;
+    for (int task = warp; task < nd * W; task += kWarps) {
+      const int t = task / W, j = task - t * W;
+      if (j > n + t) continue;
+      const float g = sGd[t * NR + j];
+      const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float pu = 0.0f;
+      const bool has_u = kGdn && j < n + t;
+      if (has_u) {
+        const F4 yk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        pu = part4(xa, yk, act);
+      }
+      const float d = bfly_sum2(part4(xa, yq, act), pu, lane);
+      if (lane == 0) sCO[t * NR + j] = formats::mul_rn(g, d);  // emu::window_coefs
+      if (lane == 16 && has_u) sCU[t * NR + j] = formats::mul_rn(g, d);
+    }
+  }
+  __syncthreads();
+
+  // Per-head record fields of the appended tokens (this CTA is the head's only one here).
+  {
+    float* wa = p.ra + std::size_t(hh) * p.cap;
+    float* wb = p.rbeta + std::size_t(hh) * p.cap;
+    float* wk = p.rk + std::size_t(hh) * p.cap * K;
+    for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
+    for (int x = tid; x < nd * K4; x += kThreads) {
+      const int j = x / K4, c = 4 * (x % K4);
+      st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+    }
+  }
+
+  // 3a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
+  float* sDq0 = sm + L.oD();
+  float* sDk0 = sDq0 + nd * R;
+  for (int g = 0; g < nsplit; ++g) {
+    if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
+    __syncwarp();
+    const int hr = g * kRows + rr0;
+    if (hr < V) {
+      const std::uint8_t* st = ring + (g & 1) * SB;
+      float* sDq = sDq0 + hr;
+      float* sDk = sDk0 + hr;
+      {
+        F4 S[kRPW], Sh[kHp ? kRPW : 1];
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) {
+          S[i] = F4{{0, 0, 0, 0}};
+          if constexpr (kHp) Sh[i] = F4{{0, 0, 0, 0}};
+          if (act) {
+            RawRow<C> w;
+            const std::uint8_t* cp = st + i * RB + lane * (C::kBits / 2);
+            if constexpr (C::kBits == 32) {
+              const uint4 u = *reinterpret_cast<const uint4*>(cp);
+              w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+            } else if constexpr (C::kBits == 16) {
+              const uint2 u = *reinterpret_cast<const uint2*>(cp);
+              w.c[0] = u.x, w.c[1] = u.y;
+            } else {
+              w.c[0] = *reinterpret_cast<const std::uint32_t*>(cp);
+            }
+            w.s = scaled<C>(p) ? reinterpret_cast<const float*>(st + oSC)[i * nsc + (p.scaling == formats::Scaling::row
+                                                                                      ? 0
+                                                                                      : lane / 8)]
+                               : 1.0f;
+            S[i] = decode_raw<C>(p, w);
+            if constexpr (kHp) Sh[i] = ld4(reinterpret_cast<const float*>(st + oHP) + i * K + 4 * lane);
+          }
+        }
+        for (int t = 0; t < nd; ++t) {
+          const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+          const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
+                                     part4(S[3], qq, act), lane);
+          if (lane % 8 == 0) sDq[t * R + lane / 8] = dq;
+          if constexpr (kGdn) {
+            const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+            float dk;
+            if constexpr (kHp)
+              dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act),
+                             part4(Sh[3], kk, act), lane);
+            else
+              dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
+                             lane);
+            if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
+          }
+        }
+      }
+    }
+    __syncwarp();  // every lane is done with stage g & 1 before it is refilled
+    issue(g + 2);
+    cp_async_commit();
+  }
+  __syncthreads();
+
+  // 3b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
+  //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
+  //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
+  float* gw = p.rw + std::size_t(hh) * p.cap * V;
+  if constexpr (kGdn) {
+    float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
+    for (int r = tid; r < V; r += kThreads) {
+      for (int t = 0; t < nd; ++t) {
+        const int jn = n + t;
+        const float vt = sVt[t * R + r];
+        const float u = emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
+        sW[jn * R + r] = u;
+        gw[std::size_t(jn) * V + r] = u;
+        if (recompute) gv[std::size_t(jn) * V + r] = vt;
+      }
+    }
+    __syncthreads();
+  }
+  int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + i kThreads = t V + r, without a division
+  for (; r >= V && t < nd; r -= V) ++t;
+  while (t < nd) {
+    const int jn = n + t;
+    if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+    const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
+    p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
+    for (r += kThreads; r >= V && t < nd; r -= V) ++t;
+  }
+}
+
+}  // namespace replayssm::kern::fast

@@ -1,0 +1,374 @@
+#pragma once
+// The ReplaySSM non-flush and step-flush paths with one CTA per 32 rows (v3-v5; still the step flush, and the
+// non-flush op where replay_head's shared memory does not fit). Part of fast_kernel.cuh.
+#include "kernels/common/fast_rows.cuh"
+
+namespace replayssm::kern::fast {
+
+// cp.async (sm_80+): global -> shared without registers; the whole window is staged in one round trip.
+__device__ __forceinline__ void cp_async16(void* s, const void* g) {
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(s));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* s, const void* g) {
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(s));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
+}
+
+// Raw codes of row r (lane's 4 elements) and its scale: loads only, decoded after the window has been staged so that
+// the state loads and the window's cp.async fly together.
+template <class C>
+struct RawRow {
+  std::uint32_t c[C::kBits == 32 ? 4 : (C::kBits == 16 ? 2 : 1)];
+  float s;
+};
+template <class C>
+__device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,
+                                         int lane, RawRow<C>& w) {
+  const std::size_t i = std::size_t(r) * p.K + 4 * lane;
+  if constexpr (C::kBits == 32) {
+    const uint4 u = *reinterpret_cast<const uint4*>(codes + i * 4);
+    w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+  } else if constexpr (C::kBits == 16) {
+    const uint2 u = *reinterpret_cast<const uint2*>(codes + i * 2);
+    w.c[0] = u.x, w.c[1] = u.y;
+  } else {
+    w.c[0] = *reinterpret_cast<const std::uint32_t*>(codes + i);
+  }
+  w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
+}
+template <class C>
+__device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
+  std::uint32_t c[4];
+  if constexpr (C::kBits == 32) {
+    c[0] = w.c[0], c[1] = w.c[1], c[2] = w.c[2], c[3] = w.c[3];
+  } else if constexpr (C::kBits == 16) {
+    c[0] = w.c[0] & 0xFFFFu, c[1] = w.c[0] >> 16, c[2] = w.c[1] & 0xFFFFu, c[3] = w.c[1] >> 16;
+  } else {
+    c[0] = w.c[0] & 0xFFu, c[1] = (w.c[0] >> 8) & 0xFFu, c[2] = (w.c[0] >> 16) & 0xFFu, c[3] = w.c[0] >> 24;
+  }
+  F4 y;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) y.x[e] = decode_code<C>(c[e]);
+  if (scaled<C>(p)) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) y.x[e] = formats::mul_rn(y.x[e], w.s);
+  }
+  return y;
+}
+
+// The non-flush ReplaySSM op (step without flush, verify without early flush): the hot path, 15 of 16 steps at L=16.
+// S_c rows are read once into registers (split u=hp: the HP rows after the tables); the window (a, k records, q, w
+// rows of the CTA, v, skip) is staged by cp.async in the same round trip; one thread per (draft t, record j) forms the
+// decay G_j (its own running product from the newest record: the same multiplications as emu::window_gammas), then
+// one warp per pair the coefficients G_j (k_j . k_t), G_j (k_j . q_t); then every warp runs its 4 rows' window sums,
+// records in increasing j (emu::window_sum), the 4 rows interleaved. kFlush: the step that fills the window (u, then
+// materialise + output + HP row + encode of the warp's rows). Writes: the appended records (w = u for GDN, v for
+// Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
+template <class C, bool kGdn, bool kFlush>
+__device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
+  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h, sp = blockIdx.x;  // grid (nsplit, H, B)
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int r0 = sp * kRows, rr0 = warp * kRPW;
+  const bool act = 4 * lane < p.K;
+  const int K = p.K, V = p.V, K4 = K / 4;
+  const int grp = h / (p.H / p.G);
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  const int n = p.n[b];  // = m0: no early flush here
+  const int nd = kFlush ? 1 : (p.op == Op::verify ? p.T : 1);
+  const bool rows_ok = r0 + rr0 < V;  // V % 4 == 0: a warp's 4 rows are all valid or all not
+  // kFlush (a step that fills the window, not u=recompute): the LP checkpoint is read only where u comes from it (split)
+  // or it is the recurrence checkpoint (shared); the HP rows (split) are the checkpoint that is materialised.
+  const bool need_lp = !kFlush || !split || (kGdn && !u_hp);
+  const bool need_hp = kFlush ? split : u_hp;
+  auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
+
+  const Smem L{p.cap + p.T, p.T, K, recompute};
+  const int NR = L.NR;
+  float* sA = sm + L.oA();
+  float* sB = sm + L.oB();
+  float* sK = sm + L.oK();
+  float* sQ = sm + L.oQ();
+  float* sW = sm + L.oW();
+  float* sVt = sm + L.oVt();
+  float* sSk = sm + L.oSk();
+  float* sTot = sm + L.oTot();
+  float* sCU = sm + L.oCU();
+  float* sCO = sm + L.oCO();
+  float* sGd = sm + L.oGd();  // [t][NR]: G_j of draft t's window
+
+  // 1. The window by cp.async: records [0, n) from the buffer, this op's tokens at [n, n + nd).
+  RawRow<C> raw[kRPW];
+  F4 Sh[kRPW];
+  {
+    // Division-free mapping: a, beta one thread per record; k records and q one warp per row, lane = 16-byte chunk
+    // (K <= 128); w / v / skip rows 8 chunks of 4 rows per record.
+    const float* ra = p.ra + std::size_t(hh) * p.cap;
+    const float* rk = p.rk + std::size_t(hh) * p.cap * K + 4 * lane;
+    const float* rw = p.rw + std::size_t(hh) * p.cap * V + r0;
+    const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;  // token t: + t G K
+    const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+    const int GK = p.G * K;
+    const int W = n + nd;
+    if (tid < W) {
+      cp_async4(sA + tid, tid < n ? ra + tid : p.a + bt(tid - n) * p.H + h);
+      if (tid >= n) {
+        if (p.beta) cp_async4(sB + tid, p.beta + bt(tid - n) * p.H + h);
+        else sB[tid] = 1.0f;
+      }
+    }
+    if (act) {
+      for (int j = warp; j < W; j += kWarps)
+        cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+    }
+    {
+      const int c = 4 * (tid & 7);
+      if (r0 + c < V) {
+        for (int j = tid >> 3; j < n; j += kThreads / 8) cp_async16(sW + j * kRows + c, rw + j * V + c);
+        for (int t = tid >> 3; t < nd; t += kThreads / 8) {
+          const std::size_t o = (bt(t) * p.H + h) * V + r0 + c;
+          cp_async16(sVt + t * kRows + c, p.v + o);
+          if (!kGdn) cp_async16(sW + (n + t) * kRows + c, p.v + o);
+          if (p.skip) cp_async16(sSk + t * kRows + c, p.skip + o);
+        }
+      }
+    }
+  }
+  // 2. Checkpoint rows (raw codes) into registers, issued after the window's cp.async (so that the staging loops do
+  //    not hold them live) and before the wait: one round trip for both.
+  const std::uint8_t* codes = p.codes + std::size_t(hh) * p.code_bytes;
+  const std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
+#pragma unroll
+  for (int i = 0; i < kRPW; ++i) {
+    if (need_lp && rows_ok && act) load_raw<C>(p, codes, scales, r0 + rr0 + i, lane, raw[i]);
+  }
+  cp_async_wait_all();
+  __syncthreads();
+
+  // 3. Decays, then coefficient tables. (a) G_j of draft t's window (m = n + t + 1 records), one thread per (t, j):
+  //    G_{m-1} = 1, G_j = G_{j+1} a_{j+1} as its own running product from the newest record (emu::window_gammas'
+  //    multiplications, in its order); total_t = G_0 a_0. (b) one warp per (t, j): G_j (k_j . q_t) and, for j < n + t,
+  //    G_j (k_j . k_t) from one k_j load, both trees in one reduce-scatter.
+  {
+    const int W = n + nd;
+    for (int x = tid; x < nd * W; x += kThreads) {
+      const int t = x / W, j = x - t * W;
+      if (j > n + t) continue;
+      float g = 1.0f;
+#pragma unroll 4
+      for (int i = n + t; i > j; --i) g = formats::mul_rn(g, sA[i]);
+      sGd[t * NR + j] = g;
+      if (j == 0) sTot[t] = formats::mul_rn(g, sA[0]);
+    }
+  }
+  __syncthreads();
+  {
+    const int W = n + nd;
+    for (int task = warp; task < nd * W; task += kWarps) {
+      const int t = task / W, j = task - t * W;
+      if (j > n + t) continue;
+      const float g = sGd[t * NR + j];
+      const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float pu = 0.0f;
+      const bool has_u = kGdn && j < n + t;
+      if (has_u) {  // warp-uniform
+        const F4 yk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        pu = part4(xa, yk, act);
+      }
+      const float d = bfly_sum2(part4(xa, yq, act), pu, lane);  // lanes < 16: k_j . q_t; others: k_j . k_t
+      if (lane == 0) sCO[t * NR + j] = formats::mul_rn(g, d);  // emu::window_coefs
+      if (lane == 16 && has_u) sCU[t * NR + j] = formats::mul_rn(g, d);
+    }
+  }
+  __syncthreads();
+
+  // Per-head record fields of the appended tokens (CTA 0 of the head; no early flush: no other CTA reads these slots).
+  if (sp == 0) {
+    float* wa = p.ra + std::size_t(hh) * p.cap;
+    float* wb = p.rbeta + std::size_t(hh) * p.cap;
+    float* wk = p.rk + std::size_t(hh) * p.cap * K;
+    for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
+    for (int x = tid; x < nd * K4; x += kThreads) {
+      const int j = x / K4, c = 4 * (x % K4);
+      st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+    }
+  }
+  if (!rows_ok) return;
+  // Split u=hp: the HP rows (for S_c k only) are loaded here, a second round trip for that variant only, so that they
+  // do not hold 16 registers through the window phases.
+#pragma unroll
+  for (int i = 0; i < kRPW; ++i) {
+    Sh[i] = F4{{0, 0, 0, 0}};
+    if (need_hp && act) Sh[i] = ld4(p.hp + std::size_t(hh) * V * K + std::size_t(r0 + rr0 + i) * K + 4 * lane);
+  }
+  if constexpr (kFlush) {
+    // u of the appended record (GDN; emu::window_sum over the n old records), then materialise the warp's rows:
+    // N = total S + sum_{j <= n} (G_j w_j[r]) k_j (emu::window_state_elem), output N q, HP row (split), encode.
+    float* gw = p.rw + std::size_t(hh) * p.cap * V + r0 + rr0;
+    const float tot = sTot[0];
+    F4 S[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = (need_lp && act) ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
+    F4 wn;
+    if constexpr (kGdn) {
+      const F4 kk = act ? ld4(sK + n * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float U[kRPW];
+      if (u_hp) {
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(Sh[i], kk, act));
+      } else {
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(S[i], kk, act));
+      }
+#pragma unroll 4
+      for (int j = 0; j < n; ++j) {
+        const F4 w = ld4(sW + j * kRows + rr0);
+        const float c_u = sCU[j];
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
+      }
+      const float beta = sB[n];
+      const F4 vt = ld4(sVt + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
+      __syncwarp();
+      if (lane == 0) st4(sW + n * kRows + rr0, wn);
+      __syncwarp();
+    } else {
+      wn = ld4(sW + n * kRows + rr0);
+    }
+    if (lane == 0) st4(gw + std::size_t(n) * V, wn);
+    const F4 qq = act ? ld4(sQ + 4 * lane) : F4{{0, 0, 0, 0}};
+    // The 4 rows advance together through the records (k_j and w_j loaded once for all four; v8 reloaded k_j per
+    // row); each element's chain is unchanged: total * S, then + (G_j w_j[r]) k_j[c] for j = 0..n in order.
+    F4 N[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) N[i].x[e] = formats::mul_rn(tot, split ? Sh[i].x[e] : S[i].x[e]);
+    for (int j = 0; j <= n; ++j) {
+      const float g = sGd[j];
+      const F4 wj = ld4(sW + j * kRows + rr0);
+      const F4 kj = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) {
+        const float rc = formats::mul_rn(g, wj.x[i]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) N[i].x[e] = __fmaf_rn(rc, kj.x[e], N[i].x[e]);
+      }
+    }
+    F4 y;
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) {
+      const int r = r0 + rr0 + i;
+      y.x[i] = dot4(N[i], qq, act);
+      if (split && act) st4(p.hp + std::size_t(hh) * V * K + std::size_t(r) * K + 4 * lane, N[i]);
+      encode_row<C>(p, N[i], p.codes + std::size_t(hh) * p.code_bytes, p.scales + std::size_t(hh) * p.scale_bytes, r,
+                    lane, act, std::uint32_t(hh), std::uint32_t(p.tok[b]));
+    }
+    if (p.skip) {
+      const F4 sk = ld4(sSk + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
+    }
+    if (lane == 0) st4(p.o + bt(0) * p.H * V + std::size_t(h) * V + r0 + rr0, y);
+    return;
+  }
+
+  // 4. Rows, first S_c q_t and S_c k_t of every draft by the canonical butterfly (the state registers die here), into
+  //    shared memory (this warp's rows only: no block barrier), then the window sums of the warp's 4 rows.
+  float* sDq = sm + L.oD() + rr0;            // [t][kRows]: (S_c q_t)_r
+  float* sDk = sm + L.oD() + nd * kRows + rr0;  // [t][kRows]: (S_c k_t)_r
+  {
+    F4 S[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = act ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
+    for (int t = 0; t < nd; ++t) {
+      static_assert(kRPW == 4, "bfly_sum4 reduces 4 rows");
+      const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
+                                 part4(S[3], qq, act), lane);
+      if (lane % 8 == 0) sDq[t * kRows + lane / 8] = dq;
+      if constexpr (kGdn) {
+        const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        float dk;
+        if (u_hp)
+          dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act), part4(Sh[3], kk, act),
+                         lane);
+        else
+          dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
+                         lane);
+        if (lane % 8 == 0) sDk[t * kRows + lane / 8] = dk;
+      }
+    }
+  }
+  __syncwarp();
+  float* gw = p.rw + std::size_t(hh) * p.cap * V + r0 + rr0;
+  float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V + r0 + rr0 : nullptr;
+  for (int t = 0; t < nd; ++t) {
+    const int jn = n + t;
+    const float tot = sTot[t];
+    float O[kRPW], U[kRPW];
+    {
+      const F4 dq = ld4(sDq + t * kRows);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) O[i] = formats::mul_rn(tot, dq.x[i]);
+      if constexpr (kGdn) {
+        const F4 dk = ld4(sDk + t * kRows);
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dk.x[i]);
+      }
+    }
+    const float* cu = sCU + t * NR;
+    const float* co = sCO + t * NR;
+#pragma unroll 4
+    for (int j = 0; j < jn; ++j) {
+      const F4 w = ld4(sW + j * kRows + rr0);
+      const float c_o = co[j];
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) O[i] = __fmaf_rn(c_o, w.x[i], O[i]);
+      if constexpr (kGdn) {
+        const float c_u = cu[j];
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
+      }
+    }
+    F4 wn;
+    if constexpr (kGdn) {
+      const float beta = sB[jn];
+      const F4 vt = ld4(sVt + t * kRows + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
+      __syncwarp();
+      if (lane == 0) {
+        st4(sW + jn * kRows + rr0, wn);
+        if (recompute) st4(gv + std::size_t(jn) * V, vt);
+      }
+      __syncwarp();
+    } else {
+      wn = ld4(sW + jn * kRows + rr0);
+    }
+    const float c_n = co[jn];
+    F4 y;
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) y.x[i] = __fmaf_rn(c_n, wn.x[i], O[i]);
+    if (p.skip) {
+      const F4 sk = ld4(sSk + t * kRows + rr0);
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
+    }
+    if (lane == 0) {
+      st4(gw + std::size_t(jn) * V, wn);
+      st4(p.o + (bt(t) * p.H + h) * V + r0 + rr0, y);
+    }
+  }
+}
+
+}  // namespace replayssm::kern::fast

@@ -1,0 +1,226 @@
+#pragma once
+// Building blocks of the tuned decode kernels (fast_kernel.cuh): launch constants, the canonical 32-lane dot trees,
+// row loads / stores, per-element codecs with warp-amax scales, the replay path's shared-memory layout.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "emulation/decode_math.h"
+#include "formats/state_codec.h"
+#include "kernels/common/decode_kernel.h"
+
+namespace replayssm::kern::fast {
+
+inline constexpr int kThreads = 256;
+inline constexpr int kWarps = 8;
+inline constexpr int kRPW = 4;                // rows per warp
+inline constexpr int kRows = kWarps * kRPW;   // rows per CTA
+
+template <class C>
+inline constexpr bool kSupported = C::kBits >= 8 && (C::kBlock == 0 || C::kBlock == 32) &&
+                                   (C::kFormat == formats::FormatId::fp32 || C::kFormat == formats::FormatId::bf16 ||
+                                    C::kFormat == formats::FormatId::fp16 || C::kFormat == formats::FormatId::fp8_e4m3 ||
+                                    C::kFormat == formats::FormatId::fp8_e5m2 || C::kFormat == formats::FormatId::int8);
+
+struct F4 {
+  float x[4];
+};
+
+__device__ __forceinline__ float bfly_sum(float acc) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) acc = __fadd_rn(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
+  return acc;
+}
+// The 32-lane tree sums of 4 rows at once (a reduce-scatter): returns the sum of row lane / 8 (in lanes 8i..8i+7).
+// Level 1 adds the values of lanes l and l ^ 16 (lanes < 16 keep rows 0, 1; the others rows 2, 3), level 2 those of
+// l and l ^ 8 (one row per lane), then 4, 2, 1 as bfly_sum. Every level adds exactly the two values the pairwise tree
+// adds (IEEE addition is commutative), so each row's sum has the bits of bfly_sum: 6 shuffles for 4 rows, not 20.
+__device__ __forceinline__ float bfly_sum4(float p0, float p1, float p2, float p3, int lane) {
+  const bool h16 = (lane & 16) != 0, h8 = (lane & 8) != 0;
+  float k0 = h16 ? p2 : p0, k1 = h16 ? p3 : p1;
+  const float s0 = h16 ? p0 : p2, s1 = h16 ? p1 : p3;
+  k0 = __fadd_rn(k0, __shfl_xor_sync(0xFFFFFFFFu, s0, 16));
+  k1 = __fadd_rn(k1, __shfl_xor_sync(0xFFFFFFFFu, s1, 16));
+  float k = h8 ? k1 : k0;
+  const float s = h8 ? k0 : k1;
+  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, 8));
+#pragma unroll
+  for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  return k;
+}
+// Two rows at once: returns the sum of row lane / 16 (level 1 keeps row 0 in lanes < 16, row 1 in the others).
+__device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) {
+  const bool h16 = (lane & 16) != 0;
+  float k = h16 ? p1 : p0;
+  const float s = h16 ? p0 : p1;
+  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, 16));
+#pragma unroll
+  for (int off = 8; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  return k;
+}
+// Lane partials of the canonical dot (before the tree): fmaf over the lane's 4 elements in order; 0 if inactive.
+__device__ __forceinline__ float part4(const F4& s, const F4& y, bool act) {
+  float acc = 0.0f;
+  if (act) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc = __fmaf_rn(s.x[e], y.x[e], acc);
+  }
+  return acc;
+}
+// The canonical dot of a row (lane's 4 elements) with y (lane's 4 elements); inactive lanes contribute 0.
+__device__ __forceinline__ float dot4(const F4& s, const F4& y, bool act) {
+  float acc = 0.0f;
+  if (act) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc = __fmaf_rn(s.x[e], y.x[e], acc);
+  }
+  return bfly_sum(acc);
+}
+__device__ __forceinline__ F4 ld4(const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  return F4{{v.x, v.y, v.z, v.w}};
+}
+__device__ __forceinline__ void st4(float* p, const F4& a) {
+  *reinterpret_cast<float4*>(p) = make_float4(a.x[0], a.x[1], a.x[2], a.x[3]);
+}
+
+// Raw codes of elements i..i+3 (i % 4 == 0).
+template <int kBits>
+__device__ __forceinline__ void load_codes(const std::uint8_t* codes, std::size_t i, std::uint32_t (&c)[4]) {
+  if constexpr (kBits == 32) {
+    const uint4 u = *reinterpret_cast<const uint4*>(codes + i * 4);
+    c[0] = u.x, c[1] = u.y, c[2] = u.z, c[3] = u.w;
+  } else if constexpr (kBits == 16) {
+    const uint2 u = *reinterpret_cast<const uint2*>(codes + i * 2);
+    c[0] = u.x & 0xFFFFu, c[1] = u.x >> 16, c[2] = u.y & 0xFFFFu, c[3] = u.y >> 16;
+  } else {
+    const std::uint32_t u = *reinterpret_cast<const std::uint32_t*>(codes + i);
+    c[0] = u & 0xFFu, c[1] = (u >> 8) & 0xFFu, c[2] = (u >> 16) & 0xFFu, c[3] = u >> 24;
+  }
+}
+template <int kBits>
+__device__ __forceinline__ void store_codes(std::uint8_t* codes, std::size_t i, const std::uint32_t (&c)[4]) {
+  if constexpr (kBits == 32) {
+    *reinterpret_cast<uint4*>(codes + i * 4) = make_uint4(c[0], c[1], c[2], c[3]);
+  } else if constexpr (kBits == 16) {
+    *reinterpret_cast<uint2*>(codes + i * 2) =
+        make_uint2((c[0] & 0xFFFFu) | (c[1] << 16), (c[2] & 0xFFFFu) | (c[3] << 16));
+  } else {
+    *reinterpret_cast<std::uint32_t*>(codes + i) =
+        (c[0] & 0xFFu) | ((c[1] & 0xFFu) << 8) | ((c[2] & 0xFFu) << 16) | ((c[3] & 0xFFu) << 24);
+  }
+}
+
+// Element decode. E4M3: the magnitude's bits placed at FP32 bits 20..26 read as an FP32 number (a denormal for the
+// E4M3 subnormals) times 2^120 is exactly the E4M3 value (exponent bias 7 = 127 - 120); NaN codes return the
+// canonical NaN of formats::e4m3_decode. Checked equal to e4m3_decode for all 256 codes (PERF_NOTES, v3).
+template <class C>
+__device__ __forceinline__ float decode_code(std::uint32_t c) {
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {
+    const std::uint32_t m = c & 0x7Fu;
+    const float v = __fmul_rn(__uint_as_float(((c & 0x80u) << 24) | (m << 20)), 0x1p120f);
+    return m == 0x7Fu ? __uint_as_float(0x7FFFFFFFu) : v;
+  } else {
+    return C::decode(static_cast<typename C::code_t>(c));
+  }
+}
+
+template <class C>
+__device__ __forceinline__ bool scaled(const KParams& p) {
+  if constexpr (C::kBlock == 0) return false;
+  else return p.scaling != formats::Scaling::none;
+}
+// Index of the FP32 scale of row r, lane's block.
+template <class C>
+__device__ __forceinline__ int scale_idx(const KParams& p, int r, int lane) {
+  return p.scaling == formats::Scaling::row ? r : r * formats::ceil_div(p.K, 32) + lane / 8;
+}
+
+// Decode row r of a store (codes / scales of one head) into the lane's 4 elements.
+template <class C>
+__device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,
+                                         int lane, bool act) {
+  F4 y{{0.0f, 0.0f, 0.0f, 0.0f}};
+  if (!act) return y;
+  std::uint32_t c[4];
+  load_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * lane, c);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) y.x[e] = decode_code<C>(c[e]);
+  if (scaled<C>(p)) {
+    const float s = reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) y.x[e] = formats::mul_rn(y.x[e], s);
+  }
+  return y;
+}
+
+// Encode row r (lane's 4 elements; warp-collective) into codes / scales; returns the decoded stored values.
+template <class C>
+__device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uint8_t* codes, std::uint8_t* scales,
+                                         int r, int lane, bool act, std::uint32_t hh, std::uint32_t step) {
+  const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
+  F4 xs = x;
+  float scale = 1.0f;
+  if (scaled<C>(p)) {
+    float am = 0.0f;
+    if (act) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) am = formats::amax_ignore_nan(am, x.x[e]);
+    }
+    const int start = p.scaling == formats::Scaling::row ? 16 : 4;
+    for (int off = start; off > 0; off /= 2) am = formats::amax_ignore_nan(am, __shfl_xor_sync(0xFFFFFFFFu, am, off));
+    scale = C::scale_from_amax(am);
+    const bool writer = p.scaling == formats::Scaling::row ? lane == 0 : (lane % 8 == 0 && act);
+    if (writer) reinterpret_cast<float*>(scales)[scale_idx<C>(p, r, lane)] = scale;
+    const float inv = formats::div_rn(1.0f, scale);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) xs.x[e] = formats::mul_rn(x.x[e], inv);
+  }
+  F4 y{{0.0f, 0.0f, 0.0f, 0.0f}};
+  if (act) {
+    std::uint32_t c[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const auto code = C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * lane + e));
+      c[e] = static_cast<std::uint32_t>(code);
+      float d = C::decode(code);
+      if (scaled<C>(p)) d = formats::mul_rn(d, scale);
+      y.x[e] = d;
+    }
+    store_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * lane, c);
+  }
+  return y;
+}
+
+// Shared-memory layout of the replay path (floats). NR = cap + T records (old window + this op's tokens).
+struct Smem {
+  int NR, T, K;
+  bool rec;  // u = recompute
+  int R = kRows;  // rows staged per CTA (w / v / skip / row dots): kRows, or the whole head (replay_head, v6)
+  __host__ __device__ int oS() const { return (size() + 3) / 4 * 4; }  // replay_head: per-warp state ring
+  __host__ __device__ int oA() const { return 0; }
+  __host__ __device__ int oB() const { return NR; }
+  __host__ __device__ int oK() const { return (2 * NR + 3) / 4 * 4; }  // 16-byte aligned rows
+  __host__ __device__ int oQ() const { return oK() + NR * K; }
+  __host__ __device__ int oW() const { return oQ() + T * K; }
+  __host__ __device__ int oVr() const { return oW() + NR * R; }
+  __host__ __device__ int oVt() const { return oVr() + (rec ? NR * R : 0); }  // draft v [T][rows]
+  __host__ __device__ int oSk() const { return oVt() + T * R; }                 // draft skip [T][rows]
+  __host__ __device__ int oTot() const { return oSk() + T * R; }  // T drafts + totm + NR totR
+  __host__ __device__ int oGd() const { return oTot() + T + 1 + NR; }
+  __host__ __device__ int oCU() const { return oGd() + T * NR; }
+  __host__ __device__ int oCO() const { return oCU() + T * NR; }
+  __host__ __device__ int oGm() const { return oCO() + T * NR; }
+  __host__ __device__ int oGR() const { return oGm() + NR; }
+  // lean path: row dots [2][T][rows] (16-byte aligned: float4 accesses)
+  __host__ __device__ int oD() const { return (oGR() + (rec ? NR * NR : 0) + 3) / 4 * 4; }
+  __host__ __device__ int size() const { return oD() + 2 * T * R; }
+};
+
+// Early flush: the CTAs of a head count themselves in after staging the old window; the last one writes the new
+// per-head records (so no CTA can still be reading the slots they overwrite), then resets the counter.
+inline constexpr unsigned kCounters = 1u << 17;  // >= heads per launch (checked on the host)
+__device__ unsigned g_stage_count[kCounters];
+
+}  // namespace replayssm::kern::fast
