@@ -10,17 +10,11 @@ import tempfile
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402  (tests/pycheck.py)
+
 CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
-failures = []
-passed = [0]
 
-
-def check(cond, what):
-    if cond:
-        passed[0] += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(*args):
@@ -162,5 +156,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2, f"output == input: {r.returncode}")
     check(os.path.exists(dump) and h5py.is_hdf5(dump), "input survives --out == --in")
 
-print(f"{passed[0]} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("reference_cli")

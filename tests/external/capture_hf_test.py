@@ -20,21 +20,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from capture_bound import check_capture  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402  (tests/pycheck.py)
+
 SRC = os.path.dirname(os.path.dirname(HERE))
 CAPTURE = os.path.join(SRC, "datasets", "capture_hf.py")
 EXAMPLE = os.path.join(SRC, "experiments", "external", "torch_gdn_external.py")
 FIX = os.path.join(SRC, "datasets", "external")
 CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
 PY = os.environ.get("REPLAYSSM_HF_PYTHON") or shutil.which("python3") or "python3"
-failures, passed = [], [0]
 
-
-def check(cond, what):
-    if cond:
-        passed[0] += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def sh(*args):
@@ -123,5 +118,4 @@ with tempfile.TemporaryDirectory() as tmp:
         r = sh(CLI, "validate", "--external", bad, "--activations", dumps["qwen3_5"])
         check(r.returncode == 1, f"the corrupted copy must fail with exit 1: {r.returncode}\n{r.stdout}")
 
-print(f"capture_hf: {passed[0]} checks passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("capture_hf")

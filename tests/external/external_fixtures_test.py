@@ -23,21 +23,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from capture_bound import check_capture  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402  (tests/pycheck.py)
+
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIX = os.path.join(SRC, "datasets", "external")
 QWEN = os.path.join(FIX, "qwen3_5_tiny.h5")
 NEMO = os.path.join(FIX, "nemotron_h_tiny.h5")
 THEIRS = os.path.join(FIX, "qwen3_5_tiny.torch_recurrent.h5")
 CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
-failures, passed = [], [0]
 
-
-def check(cond, what):
-    if cond:
-        passed[0] += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def run(*args):
@@ -251,5 +246,4 @@ with tempfile.TemporaryDirectory() as tmp:
     validate_external(tmp)
     sweep_activations(tmp)
 
-print(f"external_fixtures: {passed[0]} checks passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("external_fixtures")

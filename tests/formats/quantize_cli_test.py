@@ -10,14 +10,11 @@ import tempfile
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, failures  # noqa: E402  (tests/pycheck.py)
+
 CLI = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("REPLAYSSM_CLI", "")
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(*args):

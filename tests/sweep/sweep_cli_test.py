@@ -12,8 +12,10 @@ import time
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pycheck import check, finish  # noqa: E402  (tests/pycheck.py)
+
 CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
-failures, passed = [], [0]
 OPTS = {"--tokens": "160", "--offset": "1000", "--formats": "fp32,fp8_e4m3:row,nvfp4",
         "--policies": "conventional-shared,replay-split", "--L": "16", "--backend": "emulated"}
 
@@ -26,13 +28,6 @@ def args(**override):
 
 BASE = args()
 
-
-def check(cond, what):
-    if cond:
-        passed[0] += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def run(*args):
@@ -75,8 +70,7 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(*BASE, "--out", a)
     check(r.returncode == 0, f"sweep exit {r.returncode}: {r.stderr.strip()[-400:]}")
     if r.returncode != 0:
-        print(f"{passed[0]} passed, {len(failures)} failed")
-        sys.exit(1)
+        finish("sweep_cli")
     with h5py.File(a, "r") as f:
         runs = list(f["runs"])
         plan = [s.decode() if isinstance(s, bytes) else s for s in f["config/plan"][...]]
@@ -171,5 +165,4 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(*BASE, "--out", os.path.join(tmp, "no_dir", "x.h5"))
     check(r.returncode == 2 and "no_dir" in r.stderr, f"unwritable output: {r.returncode} {r.stderr.strip()}")
 
-print(f"{passed[0]} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("sweep_cli")
