@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Every GPU correctness check of issues 4 and 10 in one device call on the lent H200:
 #   test_cuda_kernels and test_formats_gpu, `replayssm validate --backend all --shapes all`, then compute-sanitizer:
-#   all four tools over the [sanitize] cases and test_formats_gpu (SAN_FULL=1: every GPU test case), as parallel
-#   processes, one per tool x test case. They share the one GPU: 16 processes progressed about 1.6x slower each than
-#   10, so the total is what counts; SAN_TOOLS="racecheck memcheck" and SAN_ARCH=gdn|mamba2 pick a subset.
+#   all four tools over the [sanitize] cases and test_formats_gpu (SAN_FULL=1: memcheck and racecheck over every GPU
+#   test case too), as parallel processes, one per tool x test case, spread over the visible GPUs. Processes on one
+#   GPU share it (16 progressed about 1.6x slower each than 10), so the total work per GPU is what counts.
+#   Subsets: SAN_TOOLS="racecheck memcheck", SAN_ARCH=gdn|mamba2, SAN_SETS="awkward real real-head sanitize formats",
+#   SAN_SKIP=REGEX over the log names (TOOL_SET_ARCH_...) to leave out. SKIP_VALIDATE=1 leaves out validate.
 #   SKIP_CAPTURE=1 leaves out the capture_hf end-to-end test (CPU only, ~3 min); SKIP_FULL_TESTS=1 the plain tests.
 # Usage (device machine, repository root): scripts/gpu_checks.sh BIN_DIR [OUT_DIR]
 #   BIN_DIR holds replayssm, test_cuda_kernels and test_formats_gpu built here with -DREPLAYSSM_CUDA=ON
@@ -22,17 +24,36 @@ summary=$out/summary.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >> "$summary"
 compute-sanitizer --version | tail -1 >> "$summary"
 
-# One sanitizer job: tool, log label, binary, Catch2 filter; killed at the common deadline (rc 124).
+# One sanitizer job: index, tool, log label, binary, Catch2 filter; on GPU index % (number of GPUs); killed at the
+# common deadline (rc 124). Catch2's compact reporter with -s prints a line per passed assertion, so a killed job
+# still tells how far it got.
 sanitize() {
-  local tool=$1 label=$2 exe=$3 filter=$4 extra=() left
+  local idx=$1 tool=$2 label=$3 exe=$4 filter=$5 extra=() left log t0=$SECONDS
   [[ $tool == memcheck ]] && extra=(--leak-check full)
-  left=$(( deadline - $(date +%s) )); (( left < 10 )) && left=10
-  timeout "$left" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-    "$bin/$exe" "$filter" > "$out/${tool}_${label}.log" 2>&1
+  left=$(( deadline - $(date +%s) ))
+  if (( left < 30 )); then
+    echo "compute-sanitizer --tool $tool $exe \"$filter\": not started (deadline)" >> "$summary"
+    return 0
+  fi
+  log=$out/${tool}_${label}.log
+  # The GPU running the fewest jobs (round robin left one GPU idle while the other still had a queue of long jobs).
+  local gpu=0 g n min=1000000
+  exec {lock}> "$out/.running/lock"
+  flock "$lock"
+  for (( g = 0; g < ngpu; ++g )); do
+    n=$(find "$out/.running/$g" -type f | wc -l)
+    (( n < min )) && min=$n gpu=$g
+  done
+  touch "$out/.running/$gpu/${tool}_$label"
+  flock -u "$lock"
+  CUDA_VISIBLE_DEVICES=$gpu timeout "$left" compute-sanitizer --tool "$tool" "${extra[@]}" \
+    --error-exitcode 99 "$bin/$exe" "$filter" -r compact -s > "$log" 2>&1
   local rc=$?  # 0 clean, 99 the tool reported errors, 124 killed at the deadline, else a test failed
-  echo "compute-sanitizer --tool $tool${extra:+ ${extra[*]}} $exe \"$filter\": rc=$rc;" \
-    "$(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$out/${tool}_${label}.log" | tr '\n' ' ')" \
-    "$(grep -h 'All tests passed\|test cases' "$out/${tool}_${label}.log" | tail -1)" >> "$summary"
+  rm -f "$out/.running/$gpu/${tool}_$label"
+  echo "compute-sanitizer --tool $tool${extra:+ ${extra[*]}} $exe \"$filter\": rc=$rc ($((SECONDS - t0)) s);" \
+    "$(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | tr '\n' ' ')" \
+    "$(grep -c ': passed:' "$log") assertions passed, $(grep -c ': failed:' "$log") failed;" \
+    "$(grep -h '^Passed\|^Failed\|test cases' "$log" | tail -1)" >> "$summary"
 }
 export -f sanitize
 
@@ -56,49 +77,82 @@ else
   echo "test_formats_gpu: rc=$rc $(grep -h 'test cases' "$out/test_formats_gpu.log" | tail -1) ($((SECONDS - start)) s)" >> "$summary"
 fi
 start=$SECONDS
-"$bin/replayssm" validate --arch all --backend all --shapes all > "$out/validate_all.log" 2>&1; rc=$?
-echo "replayssm validate --arch all --backend all --shapes all: rc=$rc $(tail -1 "$out/validate_all.log") ($((SECONDS - start)) s)" >> "$summary"
+if [[ ${SKIP_VALIDATE:-0} != 1 ]]; then
+  "$bin/replayssm" validate --arch all --backend all --shapes all > "$out/validate_all.log" 2>&1; rc=$?
+  echo "replayssm validate --arch all --backend all --shapes all: rc=$rc $(tail -1 "$out/validate_all.log") ($((SECONDS - start)) s)" >> "$summary"
+fi
 
 # The sanitizers last (the plain checks above are CPU-heavy and would starve them), one process per (tool, test case),
 # up to SAN_JOBS at once, all stopped at the common deadline SAN_LIMIT_S. Every tool runs the [sanitize] cases (every
 # kernel x mode x format through a step, a flush, a long run, verifies and an early flush; 8 shards) and memcheck and
-# racecheck also test_formats_gpu. SAN_FULL=1 adds memcheck and racecheck over the awkward and real-shape test cases
-# (each several times longer; more than one device call in all). SKIP_SANITIZERS=1 leaves them out.
+# racecheck also test_formats_gpu. SAN_FULL=1 adds memcheck and racecheck over the awkward cases (8 shards x 4 case
+# groups) and the real shapes (8 shards), several times the work. SKIP_SANITIZERS=1 leaves them out.
 if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
-  export bin out summary deadline=$(( $(date +%s) + san_limit ))
+  ngpu=$(nvidia-smi -L | grep -c '^GPU'); (( ngpu > 0 )) || ngpu=1
+  rm -rf "$out/.running"
+  for (( g = 0; g < ngpu; ++g )); do mkdir -p "$out/.running/$g"; done
+  export bin out summary ngpu deadline=$(( $(date +%s) + san_limit ))
   jobs=()
-  shards=(gdn:u-hp gdn:u-lp gdn:u-recompute gdn:conventional gdn:replay-shared
+  # Shards: arch:policy tags (GDN replay-split once per u source); groups: the awkward case groups.
+  shards=(gdn:conventional gdn:replay-shared gdn:replay-split][u-hp gdn:replay-split][u-lp gdn:replay-split][u-recompute
           mamba2:conventional mamba2:replay-shared mamba2:replay-split)
   tools=${SAN_TOOLS:-racecheck memcheck initcheck synccheck}
+  sets=${SAN_SETS:-sanitize formats}
+  [[ ${SAN_FULL:-0} == 1 ]] && sets="awkward real real-head sanitize formats"
   want() { [[ " $tools " == *" $1 "* ]] && [[ -z ${SAN_ARCH:-} || $2 == "${SAN_ARCH}" ]]; }
-  for tool in racecheck memcheck; do  # the two the issue names first, then the format kernels, then the other two
-    for sh in "${shards[@]}"; do
-      want "$tool" "${sh%%:*}" && jobs+=("$tool ${sh/:/_} test_cuda_kernels [sanitize][${sh%%:*}][${sh##*:}]")
-    done
-  done
-  for tool in racecheck memcheck; do want "$tool" formats && jobs+=("$tool formats test_formats_gpu [gpu]"); done
-  for tool in initcheck synccheck; do
-    for sh in "${shards[@]}"; do
-      want "$tool" "${sh%%:*}" && jobs+=("$tool ${sh/:/_} test_cuda_kernels [sanitize][${sh%%:*}][${sh##*:}]")
-    done
-  done
-  if [[ ${SAN_FULL:-0} == 1 ]]; then
-    for tool in memcheck racecheck; do
-      for a in gdn mamba2; do
-        want "$tool" "$a" || continue
-        for pol in replay-split replay-shared conventional; do
-          jobs+=("$tool awkward_${a}_${pol} test_cuda_kernels [awkward][$a][$pol]")
-        done
-        jobs+=("$tool real_${a} test_cuda_kernels [real][$a]")
+  add() {  # SAN_SKIP: a regex over TOOL_LABEL (the log name) of jobs to leave out, e.g. ones an earlier call finished
+    [[ -n ${SAN_SKIP:-} && ${1}_$2 =~ $SAN_SKIP ]] && return
+    jobs+=("${#jobs[@]} $1 $2 $3 $4")
+  }
+  for tool in racecheck memcheck initcheck synccheck; do  # racecheck, the slowest, first; then sets in $sets order
+    for set in $sets; do
+      # initcheck and synccheck run the quick cases only; the issue asks memcheck and racecheck of every GPU test.
+      # racecheck runs the real head dims at 4 heads ([real-head]) in place of all 32 / 128 heads ([real], 8x / 32x
+      # as long): a race is within one CTA, and the other heads' CTAs run the same code on other data.
+      [[ $set != sanitize && ($tool == initcheck || $tool == synccheck) ]] && continue
+      [[ $set == real && $tool == racecheck ]] && continue
+      if [[ $set == formats ]]; then
+        want "$tool" formats && add "$tool" formats test_formats_gpu "[gpu]"
+        continue
+      fi
+      for sh in "${shards[@]}"; do
+        want "$tool" "${sh%%:*}" || continue
+        tags="[${sh%%:*}][${sh#*:}]" label=${sh//[^a-z0-9-]/_}
+        [[ $set == awkward ]] || add "$tool" "${set}_$label" test_cuda_kernels "[$set]$tags"
       done
+      if [[ $set == awkward ]]; then  # group-major: every shard's steps, then every shard's long run, ...
+        for g in steps long verify-1 verify-2; do
+          for sh in "${shards[@]}"; do
+            want "$tool" "${sh%%:*}" || continue
+            tags="[${sh%%:*}][${sh#*:}]" label=${sh//[^a-z0-9-]/_}
+            add "$tool" "awkward_${label}_$g" test_cuda_kernels "[awkward]$tags[$g]"
+          done
+        done
+      fi
     done
-  fi
+  done
   if (( ${#jobs[@]} )); then
-    printf '%s\n' "${jobs[@]}" | xargs -P "${SAN_JOBS:-16}" -L 1 bash -c 'sanitize "$@"' _ &
-    pids+=($!)
+    echo "${#jobs[@]} sanitizer jobs on $ngpu GPU(s), deadline ${san_limit} s" >> "$summary"
+    # One pool per tool, so that the quick memcheck jobs do not wait behind racecheck: SAN_JOBS_<tool> processes each
+    # (default SAN_JOBS / number of tools). A load and GPU-utilisation sample every 20 s goes to monitor.log.
+    ntools=$(printf '%s\n' "${jobs[@]}" | awk '{print $2}' | sort -u | wc -l)
+    for tool in racecheck memcheck initcheck synccheck; do
+      var=SAN_JOBS_$tool p=${!var:-$(( (${SAN_JOBS:-16} + ntools - 1) / ntools ))}
+      (( $(printf '%s\n' "${jobs[@]}" | awk -v t="$tool" '$2 == t' | wc -l) )) || continue
+      echo "$tool: up to $p processes at once" >> "$summary"
+      printf '%s\n' "${jobs[@]}" | awk -v t="$tool" '$2 == t' | xargs -r -P "$p" -L 1 bash -c 'sanitize "$@"' _ &
+      pids+=($!)
+    done
+    ( while (( $(date +%s) < deadline )); do
+        echo "$(date +%T) load $(cut -d' ' -f1 /proc/loadavg) gpu% $(nvidia-smi --query-gpu=utilization.gpu \
+          --format=csv,noheader,nounits | tr '\n' ' ')"
+        sleep 20
+      done > "$out/monitor.log" 2>&1 ) &
+    monitor=$!
   fi
 fi
 wait "${pids[@]}"
+[[ -n ${monitor:-} ]] && kill "$monitor" 2>/dev/null
 cat "$summary"
 if [[ -n ${OUT:-} && -d ${OUT:-} && $(cd "$out" && pwd) != $(cd "$OUT" && pwd) ]]; then
   cp "$summary" "$OUT/summary.txt"

@@ -1,6 +1,7 @@
 // The CUDA decode kernels against the emulation (bit-identical stores, outputs <= 1e-6 relative) and the FP64
 // reference, for every kernel x mode on the awkward cases, and at the real head shapes at small batch.
 // Exits 77 (skipped) when there is no CUDA device.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -28,13 +29,31 @@ std::unique_ptr<DecodeBackend>& gpu() {
   return be;
 }
 
+// The cases' groups, so that the long awkward list can run as several sanitizer processes: "steps", "long", and the
+// verify cases in two halves, "verify-1" and "verify-2".
+std::vector<std::string> case_groups(const std::vector<Case>& cases) {
+  const auto is_verify = [](const Case& c) { return c.name.rfind("verify", 0) == 0; };
+  const auto n_verify = std::count_if(cases.begin(), cases.end(), is_verify);
+  std::vector<std::string> g;
+  long seen = 0;
+  for (const Case& c : cases) {
+    if (is_verify(c)) g.push_back(2 * seen++ < n_verify ? "verify-1" : "verify-2");
+    else g.push_back(c.name == "long" ? "long" : "steps");
+  }
+  return g;
+}
+
 // One policy per call, so that each (arch, policy) is its own test case: compute-sanitizer runs them as parallel
 // processes (scripts/gpu_checks.sh), since one instrumented process over every mode outlasts a device call.
 // u: only GDN replay_split modes of that u source (the largest policy, split again for the sanitizer jobs).
-void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Policy policy, int u = -1) {
+// group: only the cases of that group (case_groups; "" = all); each case keeps the seed of its place in the list.
+void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Policy policy, int u = -1,
+           const std::string& group = "") {
   auto emu = make_emulated_backend();
+  const std::vector<std::string> groups = case_groups(cases);
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!group.empty() && groups[i] != group) continue;
     const CaseInputs in = make_inputs(s, cases[i], 1000 + i);
     const CaseOutputs ref = run_reference(in);
     for (const Mode& m : modes_for(s.arch, main_formats)) {
@@ -61,49 +80,60 @@ std::vector<Case> sanitize_cases() {  // every kernel path once: a step, a flush
   return cases;
 }
 
+Shape real_shape(Arch a) { return shapes_for(a == Arch::gdn ? "qwen3.5" : "nemotron-h", a).at(0); }
+// The real head dims with 4 value heads in 2 groups: racecheck's cases at the real shape. A race is within one CTA, and
+// the other heads' CTAs run the same code on other data; the 32 (128) heads take racecheck 8x (32x) as long.
+Shape real_head_shape(Arch a) {
+  Shape s = real_shape(a);
+  s.name += " head, 4 heads";
+  s.dims.G = 2;
+  s.dims.H = 4;
+  return s;
+}
+
 }  // namespace
 
-#define REPLAYSSM_POLICY_CASES(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME)                                        \
-  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: every mode on every awkward case (small shape)",             \
-            "[gpu][awkward][" ARCH_TAG "][" POLICY_NAME "]") {                                                        \
+// One shard = (arch, policy[, u source]); each shard has seven test cases: the awkward cases (small shape, every
+// format) in four case groups, the quick [sanitize] cases, the real shape at batch 1 and the real head dims at 4 heads
+// (main formats). The tags
+// name arch, policy, u source and group, so `"[awkward][gdn][replay-split]"` or `"[sanitize][mamba2]"` pick a subset.
+#define REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, GROUP, GROUP_TAGS)     \
+  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: every mode on the awkward " GROUP " cases (small shape)",     \
+            "[gpu][awkward][" ARCH_TAG "]" POLICY_TAGS GROUP_TAGS) {                                                  \
     (void)gpu();                                                                                                     \
-    check(shapes_for("small", ARCH).at(0), cases_for(16, 8, true, 120), false, POLICY);                              \
+    check(shapes_for("small", ARCH).at(0), cases_for(16, 8, true, 120), false, POLICY, U, GROUP);                    \
   }
-#define REPLAYSSM_SANITIZE_CASES(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U)                      \
+#define REPLAYSSM_SHARD(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U)                               \
+  REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, "steps", "[steps]")        \
+  REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, "long", "[long]")          \
+  REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, "verify-1",                \
+                          "[verify][verify-1]")                                                                      \
+  REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, "verify-2",                \
+                          "[verify][verify-2]")                                                                      \
   TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels under compute-sanitizer: every mode on the quick cases",     \
             "[gpu][sanitize][" ARCH_TAG "]" POLICY_TAGS) {                                                            \
     (void)gpu();                                                                                                     \
     check(shapes_for("small", ARCH).at(0), sanitize_cases(), false, POLICY, U);                                      \
+  }                                                                                                                  \
+  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels at the real head shape, batch 1, main formats",              \
+            "[gpu][real][" ARCH_TAG "]" POLICY_TAGS) {                                                                \
+    (void)gpu();                                                                                                     \
+    check(real_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U);                                           \
+  }                                                                                                                  \
+  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels at the real head dims, 4 heads, main formats",               \
+            "[gpu][real-head][" ARCH_TAG "]" POLICY_TAGS) {                                                           \
+    (void)gpu();                                                                                                     \
+    check(real_head_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U);                                      \
   }
 
-REPLAYSSM_POLICY_CASES(Arch::gdn, "GDN", "gdn", Policy::conventional_shared, "conventional")
-REPLAYSSM_POLICY_CASES(Arch::gdn, "GDN", "gdn", Policy::replay_shared, "replay-shared")
-REPLAYSSM_POLICY_CASES(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split")
-REPLAYSSM_POLICY_CASES(Arch::mamba2, "Mamba-2", "mamba2", Policy::conventional_shared, "conventional")
-REPLAYSSM_POLICY_CASES(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_shared, "replay-shared")
-REPLAYSSM_POLICY_CASES(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_split, "replay-split")
-REPLAYSSM_SANITIZE_CASES(Arch::gdn, "GDN", "gdn", Policy::conventional_shared, "conventional", "[conventional]", -1)
-REPLAYSSM_SANITIZE_CASES(Arch::gdn, "GDN", "gdn", Policy::replay_shared, "replay-shared", "[replay-shared]", -1)
-REPLAYSSM_SANITIZE_CASES(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=hp", "[replay-split][u-hp]",
-                         int(USource::hp))
-REPLAYSSM_SANITIZE_CASES(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=lp", "[replay-split][u-lp]",
-                         int(USource::lp))
-REPLAYSSM_SANITIZE_CASES(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=recompute",
-                         "[replay-split][u-recompute]", int(USource::recompute))
-REPLAYSSM_SANITIZE_CASES(Arch::mamba2, "Mamba-2", "mamba2", Policy::conventional_shared, "conventional",
-                         "[conventional]", -1)
-REPLAYSSM_SANITIZE_CASES(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_shared, "replay-shared", "[replay-shared]",
-                         -1)
-REPLAYSSM_SANITIZE_CASES(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_split, "replay-split", "[replay-split]", -1)
-
-// Real head shapes at batch 1, main formats only.
-TEST_CASE("CUDA GDN kernels at the Qwen3.5 head shape, batch 1", "[gpu][real][gdn]") {
-  (void)gpu();
-  for (Policy p : {Policy::conventional_shared, Policy::replay_shared, Policy::replay_split})
-    check(shapes_for("qwen3.5", Arch::gdn).at(0), cases_for(16, 8, false, 24), true, p);
-}
-TEST_CASE("CUDA Mamba-2 kernels at the Nemotron-H head shape, batch 1", "[gpu][real][mamba2]") {
-  (void)gpu();
-  for (Policy p : {Policy::conventional_shared, Policy::replay_shared, Policy::replay_split})
-    check(shapes_for("nemotron-h", Arch::mamba2).at(0), cases_for(16, 8, false, 24), true, p);
-}
+REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::conventional_shared, "conventional", "[conventional]", -1)
+REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::replay_shared, "replay-shared", "[replay-shared]", -1)
+REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=hp", "[replay-split][u-hp]",
+                int(USource::hp))
+REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=lp", "[replay-split][u-lp]",
+                int(USource::lp))
+REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=recompute",
+                "[replay-split][u-recompute]", int(USource::recompute))
+REPLAYSSM_SHARD(Arch::mamba2, "Mamba-2", "mamba2", Policy::conventional_shared, "conventional", "[conventional]", -1)
+REPLAYSSM_SHARD(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_shared, "replay-shared", "[replay-shared]", -1)
+REPLAYSSM_SHARD(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_split, "replay-split", "[replay-split]", -1)
