@@ -5,7 +5,8 @@
 #   test case too), as parallel processes, one per tool x test case, spread over the visible GPUs. Processes on one
 #   GPU share it (16 progressed about 1.6x slower each than 10), so the total work per GPU is what counts.
 #   Subsets: SAN_TOOLS="racecheck memcheck", SAN_ARCH=gdn|mamba2, SAN_SETS="awkward real real-head sanitize formats",
-#   SAN_SKIP=REGEX over the log names (TOOL_SET_ARCH_...) to leave out. SKIP_VALIDATE=1 leaves out validate.
+#   SAN_SKIP / SAN_ONLY=REGEX over the log names (TOOL_SET_ARCH_...) to leave out / keep. SKIP_VALIDATE=1 leaves out
+#   validate.
 #   SKIP_CAPTURE=1 leaves out the capture_hf end-to-end test (CPU only, ~3 min); SKIP_FULL_TESTS=1 the plain tests.
 # Usage (device machine, repository root): scripts/gpu_checks.sh BIN_DIR [OUT_DIR]
 #   BIN_DIR holds replayssm, test_cuda_kernels and test_formats_gpu built here with -DREPLAYSSM_CUDA=ON
@@ -100,8 +101,10 @@ if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
   sets=${SAN_SETS:-sanitize formats}
   [[ ${SAN_FULL:-0} == 1 ]] && sets="awkward real real-head sanitize formats"
   want() { [[ " $tools " == *" $1 "* ]] && [[ -z ${SAN_ARCH:-} || $2 == "${SAN_ARCH}" ]]; }
-  add() {  # SAN_SKIP: a regex over TOOL_LABEL (the log name) of jobs to leave out, e.g. ones an earlier call finished
+  add() {  # SAN_SKIP / SAN_ONLY: regexes over TOOL_LABEL (the log name) of jobs to leave out / to keep, e.g. to run
+    # only what an earlier call did not finish
     [[ -n ${SAN_SKIP:-} && ${1}_$2 =~ $SAN_SKIP ]] && return
+    [[ -n ${SAN_ONLY:-} && ! ${1}_$2 =~ $SAN_ONLY ]] && return
     jobs+=("${#jobs[@]} $1 $2 $3 $4")
   }
   for tool in racecheck memcheck initcheck synccheck; do  # racecheck, the slowest, first; then sets in $sets order
