@@ -25,11 +25,11 @@ summary=$out/summary.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >> "$summary"
 compute-sanitizer --version | tail -1 >> "$summary"
 
-# One sanitizer job: index, tool, log label, binary, Catch2 filter; on GPU index % (number of GPUs); killed at the
+# One sanitizer job: tool, log label, binary, Catch2 filter; on the GPU running the fewest jobs; killed at the
 # common deadline (rc 124). Catch2's compact reporter with -s prints a line per passed assertion, so a killed job
 # still tells how far it got.
 sanitize() {
-  local idx=$1 tool=$2 label=$3 exe=$4 filter=$5 extra=() left log t0=$SECONDS
+  local tool=$1 label=$2 exe=$3 filter=$4 extra=() left log t0=$SECONDS
   [[ $tool == memcheck ]] && extra=(--leak-check full)
   left=$(( deadline - $(date +%s) ))
   if (( left < 30 )); then
@@ -105,7 +105,7 @@ if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
     # only what an earlier call did not finish
     [[ -n ${SAN_SKIP:-} && ${1}_$2 =~ $SAN_SKIP ]] && return
     [[ -n ${SAN_ONLY:-} && ! ${1}_$2 =~ $SAN_ONLY ]] && return
-    jobs+=("${#jobs[@]} $1 $2 $3 $4")
+    jobs+=("$1 $2 $3 $4")
   }
   for tool in racecheck memcheck initcheck synccheck; do  # racecheck, the slowest, first; then sets in $sets order
     for set in $sets; do
@@ -118,32 +118,27 @@ if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
         want "$tool" formats && add "$tool" formats test_formats_gpu "[gpu]"
         continue
       fi
-      for sh in "${shards[@]}"; do
-        want "$tool" "${sh%%:*}" || continue
-        tags="[${sh%%:*}][${sh#*:}]" label=${sh//[^a-z0-9-]/_}
-        [[ $set == awkward ]] || add "$tool" "${set}_$label" test_cuda_kernels "[$set]$tags"
-      done
-      if [[ $set == awkward ]]; then  # group-major: every shard's steps, then every shard's long run, ...
-        for g in steps long verify-1 verify-2; do
-          for sh in "${shards[@]}"; do
-            want "$tool" "${sh%%:*}" || continue
-            tags="[${sh%%:*}][${sh#*:}]" label=${sh//[^a-z0-9-]/_}
-            add "$tool" "awkward_${label}_$g" test_cuda_kernels "[awkward]$tags[$g]"
-          done
+      groups=("")  # the awkward cases group-major: every shard's steps, then every shard's long run, ...
+      [[ $set == awkward ]] && groups=(steps long verify-1 verify-2)
+      for g in "${groups[@]}"; do
+        for sh in "${shards[@]}"; do
+          want "$tool" "${sh%%:*}" || continue
+          add "$tool" "${set}_${sh//[^a-z0-9-]/_}${g:+_$g}" test_cuda_kernels "[$set][${sh%%:*}][${sh#*:}]${g:+[$g]}"
         done
-      fi
+      done
     done
   done
   if (( ${#jobs[@]} )); then
     echo "${#jobs[@]} sanitizer jobs on $ngpu GPU(s), deadline ${san_limit} s" >> "$summary"
     # One pool per tool, so that the quick memcheck jobs do not wait behind racecheck: SAN_JOBS_<tool> processes each
     # (default SAN_JOBS / number of tools). A load and GPU-utilisation sample every 20 s goes to monitor.log.
-    ntools=$(printf '%s\n' "${jobs[@]}" | awk '{print $2}' | sort -u | wc -l)
+    ntools=$(printf '%s\n' "${jobs[@]}" | awk '{print $1}' | sort -u | wc -l)
     for tool in racecheck memcheck initcheck synccheck; do
+      mine=$(printf '%s\n' "${jobs[@]}" | awk -v t="$tool" '$1 == t')
+      [[ -n $mine ]] || continue
       var=SAN_JOBS_$tool p=${!var:-$(( (${SAN_JOBS:-16} + ntools - 1) / ntools ))}
-      (( $(printf '%s\n' "${jobs[@]}" | awk -v t="$tool" '$2 == t' | wc -l) )) || continue
       echo "$tool: up to $p processes at once" >> "$summary"
-      printf '%s\n' "${jobs[@]}" | awk -v t="$tool" '$2 == t' | xargs -r -P "$p" -L 1 bash -c 'sanitize "$@"' _ &
+      printf '%s\n' "$mine" | xargs -r -P "$p" -L 1 bash -c 'sanitize "$@"' _ &
       pids+=($!)
     done
     ( while (( $(date +%s) < deadline )); do
