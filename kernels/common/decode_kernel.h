@@ -38,6 +38,9 @@ struct KParams {
   const int* tok = nullptr;    // committed tokens (SR step index)
   // set by the fast launcher (fast_kernel.cuh): replay_head's dynamic shared memory in floats, 0 = not used
   int head_floats = 0;
+  // set by the fast launcher: log2(H / G) where that is a power of two, else -1 (the group of head h without the two
+  // integer divisions that were 2-4% of the replay kernel's instructions, PERF_NOTES v11)
+  int group_shift = -1;
 };
 
 // Both return a cudaError_t as int (0 = success).

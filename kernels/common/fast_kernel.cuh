@@ -19,7 +19,8 @@
 // run replay_head (v6: CTA 0 of the head does the whole head; the others return. v8: its window sums run one thread
 // per row. v9: u=hp is a template parameter) where its shared memory fits, else replay_lean<.., false>; a step that
 // fills the window (not u=recompute) replay_lean<.., true>; verify's early flush and the u=recompute flush run
-// replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9).
+// replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9),
+// "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift).
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_replay_lean.cuh
 // (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_flush.cuh (early and
 // u=recompute flush); this file: the replay kernel's dispatch and the host launchers.
@@ -96,6 +97,9 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     if (p.cap + p.T > kThreads) return -1;  // the lean path stages a / beta one thread per record
     const int nsplit = (p.V + kRows - 1) / kRows;
     p.head_floats = (host_lean() & 5) == 5 ? head_smem_floats<C, kGdn>(p) : 0;
+    p.group_shift = -1;
+    for (int sh = 0; sh < 31 && p.G > 0 && p.H % p.G == 0; ++sh)
+      if ((1 << sh) == p.H / p.G) p.group_shift = sh;
     const std::size_t sm = smem_bytes<C, kGdn>(p);
     if (sm > 200 * 1024) return -1;
     const unsigned grid = unsigned(std::size_t(p.B) * p.H * nsplit);

@@ -1,5 +1,5 @@
 #pragma once
-// The ReplaySSM non-flush op with one CTA per head (v6, v8, v9). Part of fast_kernel.cuh.
+// The ReplaySSM non-flush op with one CTA per head (v6, v8, v9, v11). Part of fast_kernel.cuh.
 #include "kernels/common/fast_replay_lean.cuh"
 
 namespace replayssm::kern::fast {
@@ -47,7 +47,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
   const int rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;
   const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
-  const int grp = h / (p.H / p.G);
+  const int grp = p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);  // key head / group (v11)
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
   constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)
@@ -211,7 +211,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
                                                                                       ? 0
                                                                                       : lane / 8)]
                                : 1.0f;
-            S[i] = decode_raw<C>(p, w);
+            S[i] = decode_raw<C, !kHp>(p, w);
             if constexpr (kHp) Sh[i] = ld4(reinterpret_cast<const float*>(st + oHP) + i * K + 4 * lane);
           }
         }

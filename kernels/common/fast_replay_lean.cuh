@@ -40,8 +40,14 @@ __device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* c
   }
   w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
 }
-template <class C>
+// kFast: E4M3 through formats::e4m3_decode4_scaled (v10), except in replay_head's u=hp rows, where its registers made
+// ptxas spill (+29%, PERF_NOTES v10).
+template <class C, bool kFast = true>
 __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
+  if constexpr (kFast && C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
+    F4 y;
+    if (formats::e4m3_decode4_scaled(w.c[0], scaled<C>(p) ? w.s : 1.0f, y.x)) return y;
+  }
   std::uint32_t c[4];
   if constexpr (C::kBits == 32) {
     c[0] = w.c[0], c[1] = w.c[1], c[2] = w.c[2], c[3] = w.c[3];
@@ -75,7 +81,7 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
   const int r0 = sp * kRows, rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;
   const int K = p.K, V = p.V, K4 = K / 4;
-  const int grp = h / (p.H / p.G);
+  const int grp = p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);  // key head / group (v11)
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;

@@ -143,6 +143,11 @@ __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* c
                                          int lane, bool act) {
   F4 y{{0.0f, 0.0f, 0.0f, 0.0f}};
   if (!act) return y;
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
+    const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(codes + std::size_t(r) * p.K + 4 * lane);
+    const float s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
+    if (formats::e4m3_decode4_scaled(w, s, y.x)) return y;
+  }
   std::uint32_t c[4];
   load_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * lane, c);
 #pragma unroll

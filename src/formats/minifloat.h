@@ -160,6 +160,23 @@ REPLAYSSM_HD float e4m3_decode(uint8_t c) {
   const uint32_t nan = 0u - static_cast<uint32_t>(m == 0x7Fu);  // a mask (no branch around the value)
   return bits_to_float((0x7FFFFFFFu & nan) | (value & ~nan));
 }
+// Four E4M3 codes of one word (code e in byte e) decoded and times the scale s with one multiplication each: a code's
+// sign and 7 magnitude bits placed at FP32 bits 31 and 26..20 read as a float x are its value times 2^-120 exactly
+// (an FP32 denormal for the E4M3 subnormals), so x * (s 2^120) is the exact value * s under one rounding, the bits
+// of mul_rn(e4m3_decode(c), s). Returns false where that does not hold, out unspecified: a NaN code in the word, or
+// s 2^120 not finite (|s| >= 2^8, Inf, NaN); the caller then decodes code by code. The kernels' hot decode (about
+// 4 instructions per code instead of 10; kernels/PERF_NOTES.md, v10). (t >> 4 on a negative int32 is arithmetic:
+// GCC, Clang and NVCC define it so, C++20 requires it.)
+REPLAYSSM_HD bool e4m3_decode4_scaled(uint32_t w, float s, float (&out)[4]) {
+  const float s2 = mul_rn(s, 0x1p120f);
+  const bool nan_code = (((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0u;  // a byte's low 7 bits all set
+  if (nan_code || (float_to_bits(s2) & 0x7FFFFFFFu) >= 0x7F800000u) return false;
+  for (int e = 0; e < 4; ++e) {
+    const int32_t t = static_cast<int32_t>(w << (24 - 8 * e));  // code e in the top byte
+    out[e] = mul_rn(bits_to_float(static_cast<uint32_t>(t >> 4) & 0x87F00000u), s2);
+  }
+  return true;
+}
 
 // ---- FP8 E5M2: 1-5-2, bias 15, max 57344, Inf 0x7C, NaN 0x7D-0x7F. satfinite: |x| > 57344 and +-Inf -> +-57344;
 // NaN -> 0x7F (as __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2)). ----

@@ -126,6 +126,54 @@ TEST_CASE("every E4M3 code decodes to its value", "[formats][decode]") {
   CHECK(e4m3_decode(0x80) == 0.0f);
 }
 
+// The kernels' four-code decode (one multiplication per code) against e4m3_decode then mul_rn, bit for bit: every code
+// in every byte position, beside random neighbours, over scales from the smallest denormal to just under 2^8 (where
+// 2^120 s stops being finite), and the cases it must refuse (a NaN code anywhere in the word, |s| >= 2^8, Inf, NaN).
+TEST_CASE("e4m3_decode4_scaled equals e4m3_decode times the scale for every code", "[formats][decode]") {
+  std::mt19937 rng(20261129);
+  std::vector<float> scales = {1.0f, 0.0f, -0.0f, 0x1p-149f, 0x1p-140f, 0x1.8p-127f, 0x1p-126f, 1.0f / 448.0f,
+                               0x1p-20f, 3.0f, 255.0f, std::nextafter(256.0f, 0.0f), 0x1p-9f};
+  std::uniform_real_distribution<float> expo(-149.0f, 8.0f);
+  for (int i = 0; i < 200; ++i) scales.push_back(std::nextafter(std::exp2(expo(rng)), 0.0f));
+  const float refuse[] = {256.0f, 0x1p100f, -256.0f, std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  const auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  uint64_t compared = 0, mismatched = 0, wrong_refusals = 0;
+  for (uint32_t c = 0; c < 256; ++c) {
+    for (int pos = 0; pos < 4; ++pos) {
+      for (int trial = 0; trial < 4; ++trial) {
+        uint32_t codes[4];
+        for (auto& x : codes) {
+          x = rng() & 0xFFu;
+          if ((x & 0x7Fu) == 0x7Fu) x ^= 1u;  // neighbours are never NaN codes
+        }
+        codes[pos] = c;
+        const uint32_t w = codes[0] | (codes[1] << 8) | (codes[2] << 16) | (codes[3] << 24);
+        const bool has_nan = (c & 0x7Fu) == 0x7Fu;
+        for (const float s : scales) {
+          float out[4];
+          const bool ok = e4m3_decode4_scaled(w, s, out);
+          if (ok == has_nan) ++wrong_refusals;
+          if (!ok) continue;
+          for (int e = 0; e < 4; ++e) {
+            ++compared;
+            if (bits(out[e]) != bits(mul_rn(e4m3_decode(static_cast<uint8_t>(codes[e])), s))) ++mismatched;
+          }
+        }
+        float out[4];
+        for (const float s : refuse) wrong_refusals += e4m3_decode4_scaled(w, s, out) ? 1 : 0;
+      }
+    }
+  }
+  CHECK(compared == uint64_t{256 - 2} * 4 * 4 * scales.size() * 4);
+  CHECK(mismatched == 0);
+  CHECK(wrong_refusals == 0);
+}
+
 TEST_CASE("every E5M2 code decodes to its value", "[formats][decode]") {
   for (uint32_t c = 0; c < 256; ++c) {
     const float v = e5m2_decode(static_cast<uint8_t>(c));
