@@ -17,6 +17,7 @@
 #include "emulation/decode_api.h"
 #include "formats/format_id.h"
 #if defined(REPLAYSSM_HAVE_CUDA)
+#include "cli/bench_targets.h"
 #include "kernels/bench/bench_harness.h"
 #endif
 
@@ -118,13 +119,6 @@ std::string fmt(const char* f, double x) {
   return b;
 }
 
-std::string variant_label(const kbench::Row& r) {
-  std::string s = r.policy + "/" + r.format;
-  if (r.scaling != "none" && r.scaling != "-") s += ":" + r.scaling;
-  if (r.usource != "-") s += "/u=" + r.usource;
-  return s;
-}
-
 void print_table(const kbench::Result& res, std::ostream& os) {
   std::vector<const kbench::Row*> rows;
   for (const auto& r : res.rows) rows.push_back(&r);
@@ -153,57 +147,6 @@ void print_table(const kbench::Result& res, std::ostream& os) {
   }
 }
 
-struct Target {
-  std::string name, measured_row;
-  double value = 0, threshold = 0;
-  bool higher_better = true, present = false, met = false;
-};
-
-std::vector<Target> check_targets(const kbench::Result& res) {
-  auto find = [&](const std::string& arch, const std::string& kernel, const std::string& policy,
-                  const std::string& format, int T, int B = 256, int L = 16) {
-    const kbench::Row* best = nullptr;
-    for (const auto& r : res.rows)
-      if (r.arch == arch && r.kernel == kernel && r.policy == policy && r.format == format && r.B == B && r.L == L &&
-          r.T == T && (!best || r.median_us < best->median_us))
-        best = &r;
-    return best;
-  };
-  std::vector<Target> out;
-  auto add = [&](const std::string& name, const kbench::Row* r, double v, double thr, bool higher) {
-    Target t;
-    t.name = name;
-    t.threshold = thr;
-    t.higher_better = higher;
-    if (r) {
-      t.present = true;
-      t.value = v;
-      t.met = higher ? v >= thr : v <= thr;
-      t.measured_row = r->arch + " B=" + std::to_string(r->B) + " L=" + std::to_string(r->L) + " " + r->kernel +
-                       " T=" + std::to_string(r->T) + " " + variant_label(*r);
-    }
-    out.push_back(t);
-  };
-  const kbench::Row* r = find("gdn", "decode", "conventional_shared", "fp32", 1);
-  add("GDN conventional fp32 decode, % of copy roofline", r, r ? r->pct_roofline : 0, 95.0, true);
-  r = find("mamba2", "decode", "conventional_shared", "fp32", 1);
-  add("Mamba-2 conventional fp32 decode, % of copy roofline", r, r ? r->pct_roofline : 0, 90.0, true);
-  r = find("gdn", "decode", "replay_shared", "fp32", 1);
-  add("GDN ReplaySSM fp32 speedup over conventional", r, r ? r->speedup_vs_conv : 0, 1.70, true);
-  r = find("mamba2", "decode", "replay_shared", "fp32", 1);
-  add("Mamba-2 ReplaySSM fp32 speedup over conventional", r, r ? r->speedup_vs_conv : 0, 1.75, true);
-  r = find("gdn", "decode", "replay_split", "fp8_e4m3", 1);
-  add("GDN replay-split fp8_e4m3 speedup over fp32 conventional (best u-source)", r, r ? r->speedup_vs_conv : 0, 3.5, true);
-  r = find("mamba2", "decode", "replay_split", "fp8_e4m3", 1);
-  add("Mamba-2 replay-split fp8_e4m3 speedup over fp32 conventional", r, r ? r->speedup_vs_conv : 0, 3.5, true);
-  for (const char* arch : {"gdn", "mamba2"}) {
-    r = find(arch, "verify", "replay_shared", "fp32", 8);
-    add(std::string(arch) + " ReplaySSM verify T=8 / its own standard step", r, r ? r->vs_own_step : 0, 1.10, false);
-    add(std::string(arch) + " ReplaySSM verify T=8 / conventional standard step", r, r ? r->vs_conv_step : 0, 1.10, false);
-  }
-  return out;
-}
-
 void write_csv(const std::string& path, const kbench::Result& res) {
   const std::string tmp = path + ".tmp";
   {
@@ -227,7 +170,7 @@ void write_csv(const std::string& path, const kbench::Result& res) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw UserError("--csv " + path + ": cannot rename from " + tmp);
 }
 
-void write_h5(const std::string& path, const kbench::Result& res, const std::vector<Target>& targets,
+void write_h5(const std::string& path, const kbench::Result& res, const std::vector<BenchTarget>& targets,
               const po::variables_map& vm) {
   h5::AtomicOutput out(path);
   h5::File& f = out.file();
@@ -287,13 +230,14 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   f.set_attr("/device", "mem_clock_khz", std::int64_t(res.mem_clock_khz));
   f.set_attr("/device", "roofline_gbps", res.roofline_gbps);
   std::vector<std::string> tn, tr;
-  std::vector<double> tv, tt;
+  std::vector<double> tv, tt, tb;
   std::vector<std::int64_t> tm, tp;
   for (const auto& t : targets) {
     tn.push_back(t.name);
     tr.push_back(t.measured_row);
     tv.push_back(t.value);
     tt.push_back(t.threshold);
+    tb.push_back(t.model_bound);
     tm.push_back(t.met ? 1 : 0);
     tp.push_back(t.present ? 1 : 0);
   }
@@ -301,6 +245,10 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   f.write_strings("/targets/row", tr);
   f.write("/targets/value", {tv.size()}, tv.data());
   f.write("/targets/threshold", {tt.size()}, tt.data());
+  f.write("/targets/model_bound", {tb.size()}, tb.data());
+  f.set_attr("/targets", "model_bound",
+             "the value the byte model allows with every kernel at the copy roofline (100 for a % of roofline; for "
+             "speedups and verify ratios the ratio of modelled bytes); 0 = not measured");
   f.write("/targets/met", {tm.size()}, tm.data());
   f.write("/targets/measured", {tp.size()}, tp.data());
   f.set_attr("/targets", "where", "B=256, L=16 (issue 5)");
@@ -426,19 +374,12 @@ int run(const po::variables_map& vm) {
   } catch (const std::runtime_error& e) {
     throw UserError(std::string("bench: ") + e.what(), kExitInternal);
   }
-  const std::vector<Target> targets = check_targets(res);
+  const std::vector<BenchTarget> targets = check_targets(res);
 
   std::cout << "device: " << res.device << "; copy roofline " << fmt("%.1f", res.roofline_gbps) << " GB/s\n";
   print_table(res, std::cout);
   std::cout << "\ntargets (B=256, L=16):\n";
-  for (const Target& t : targets) {
-    if (!t.present) {
-      std::cout << "  [not measured] " << t.name << "\n";
-      continue;
-    }
-    std::cout << "  [" << (t.met ? "MET   " : "MISSED") << "] " << t.name << ": " << fmt("%.3f", t.value)
-              << (t.higher_better ? " (>= " : " (<= ") << fmt("%.2f", t.threshold) << ")\n";
-  }
+  for (const BenchTarget& t : targets) std::cout << "  " << target_line(t) << "\n";
   if (!res.skipped.empty()) {
     std::cout << "\nnot run:\n";
     for (const std::string& s : res.skipped) std::cout << "  " << s << "\n";

@@ -3,6 +3,7 @@
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
 #define REPLAYSSM_CATCH3 1
+using Catch::Approx;  // v2 declares it at global scope
 #else
 #include <catch2/catch.hpp>
 #endif

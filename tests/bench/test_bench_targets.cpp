@@ -1,0 +1,92 @@
+// The issue-5 target check of `replayssm bench` on synthetic rows (no GPU): which row each target reads (the fastest
+// u-source, B=256 and L=16 only), MET / MISSED at the threshold, the byte-model bound, and the printed line.
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "cli/bench_targets.h"
+
+using replayssm::cli::BenchTarget;
+using replayssm::cli::check_targets;
+using replayssm::cli::target_line;
+using replayssm::kbench::Result;
+using replayssm::kbench::Row;
+
+namespace {
+
+Row row(const std::string& arch, const std::string& kernel, const std::string& policy, const std::string& format, int T,
+        double us, double mb, double conv_us, const std::string& usource = "-", int B = 256, int L = 16) {
+  Row r;
+  r.arch = arch, r.kernel = kernel, r.policy = policy, r.format = format, r.usource = usource;
+  r.scaling = format == "fp32" ? "none" : "row";
+  r.B = B, r.L = L, r.T = T;
+  r.median_us = us;
+  r.model_bytes = mb * 1e6;
+  r.pct_roofline = 100.0 * (r.model_bytes / (us * 1e-6)) / 4.2e12;
+  r.speedup_vs_conv = kernel == "decode" ? conv_us / us : 0;
+  return r;
+}
+
+const BenchTarget& named(const std::vector<BenchTarget>& t, const std::string& prefix) {
+  for (const auto& x : t)
+    if (x.name.rfind(prefix, 0) == 0) return x;
+  FAIL("no target " << prefix);
+  return t.front();
+}
+
+}  // namespace
+
+TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds", "[bench][targets]") {
+  Result res;
+  // GDN: conventional 270 us / 1086 MB (96.1% of 4.2 TB/s), replay 224 us / 655 MB, split u=lp faster than u=hp.
+  res.rows.push_back(row("gdn", "decode", "conventional_shared", "fp32", 1, 270.0, 1086.0, 270.0));
+  res.rows.push_back(row("gdn", "decode", "replay_shared", "fp32", 1, 224.0, 655.0, 270.0));
+  res.rows.push_back(row("gdn", "decode", "replay_split", "fp8_e4m3", 1, 400.0, 793.0, 270.0, "hp"));
+  res.rows.push_back(row("gdn", "decode", "replay_split", "fp8_e4m3", 1, 70.0, 298.0, 270.0, "lp"));
+  res.rows.push_back(row("gdn", "decode", "replay_shared", "fp32", 1, 100.0, 655.0, 270.0, "-", 64));  // other batch
+  Row v = row("gdn", "verify", "replay_shared", "fp32", 8, 250.0, 769.0, 270.0);
+  v.vs_own_step = 250.0 / 224.0, v.vs_conv_step = 250.0 / 270.0;
+  res.rows.push_back(v);
+  // Mamba-2: only the conventional row.
+  res.rows.push_back(row("mamba2", "decode", "conventional_shared", "fp32", 1, 600.0, 2175.0, 600.0));
+
+  const std::vector<BenchTarget> t = check_targets(res);
+  REQUIRE(t.size() == 10);
+
+  const BenchTarget& conv = named(t, "GDN conventional");
+  CHECK(conv.present);
+  CHECK(conv.value == Approx(100.0 * 1086e6 / 270e-6 / 4.2e12));
+  CHECK(conv.met);  // 95.8% >= 95
+  CHECK(conv.model_bound == 100.0);
+  CHECK_FALSE(named(t, "Mamba-2 conventional").met);  // 86% < 90
+
+  const BenchTarget& rep = named(t, "GDN ReplaySSM fp32");
+  CHECK(rep.value == Approx(270.0 / 224.0));  // B=256's row, not B=64's faster one
+  CHECK_FALSE(rep.met);
+  CHECK(rep.model_bound == Approx(1086.0 / 655.0));
+  CHECK(rep.beyond_model());  // 1.70 > 1.658
+  CHECK(target_line(rep).find("[MISSED]") == 0);
+  CHECK(target_line(rep).find("byte model 1.66, target beyond it") != std::string::npos);
+
+  const BenchTarget& split = named(t, "GDN replay-split");
+  CHECK(split.measured_row.find("u=lp") != std::string::npos);  // the fastest u-source
+  CHECK(split.value == Approx(270.0 / 70.0));
+  CHECK(split.met);
+  CHECK(split.model_bound == Approx(1086.0 / 298.0));
+  CHECK_FALSE(split.beyond_model());  // 3.5 < 3.64
+  CHECK(target_line(split).find("[MET   ]") == 0);
+
+  const BenchTarget& own = named(t, "gdn ReplaySSM verify T=8 / its own");
+  CHECK(own.value == Approx(250.0 / 224.0));
+  CHECK_FALSE(own.met);  // 1.116 > 1.10
+  CHECK(own.model_bound == Approx(769.0 / 655.0));
+  CHECK(own.beyond_model());  // lower is better: 1.10 < 1.17
+  const BenchTarget& vc = named(t, "gdn ReplaySSM verify T=8 / conventional");
+  CHECK(vc.met);
+  CHECK(vc.model_bound == Approx(769.0 / 1086.0));
+  CHECK_FALSE(vc.beyond_model());
+
+  const BenchTarget& m2 = named(t, "Mamba-2 ReplaySSM");
+  CHECK_FALSE(m2.present);
+  CHECK(target_line(m2) == "[not measured] Mamba-2 ReplaySSM fp32 speedup over conventional");
+}
