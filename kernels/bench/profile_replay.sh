@@ -5,12 +5,13 @@
 # Usage on the device: bash kernels/bench/profile_replay.sh BIN_DIR OUT_DIR [policy] [format] [arches] [bench options]
 # Writes OUT_DIR/replay_<arch>.txt (details page) and replay_<arch>_source.csv.gz (source page, cuda,sass).
 set -uo pipefail
-bin=$(cd "${1:?usage: profile_replay.sh BIN_DIR OUT_DIR [policy] [format]}" && pwd)
+: "${1:?usage: profile_replay.sh BIN_DIR OUT_DIR [policy] [format] [arches] [bench options]}"
+bin=$(cd "$1" && pwd) || exit 2
 out=${2:?OUT_DIR}
 policy=${3:-replay-shared}
 format=${4:-fp32}
 arches=${5:-gdn mamba2}
-extra=(${6:-})  # e.g. "--usource lp"
+read -r -a extra <<< "${6:-}"  # e.g. "--usource lp" (split on blanks, no globbing)
 mkdir -p "$out"
 export REPLAYSSM_DATASETS=$PWD/datasets
 for arch in $arches; do

@@ -8,10 +8,13 @@
 #   which returns only a few files) summary.txt and one tar of everything into $OUT.
 set -uo pipefail
 export REPLAYSSM_DATASETS=$PWD/datasets
-A=$(cd "${1:?OLD_BIN_DIR}" && pwd) B=$(cd "${2:?NEW_BIN_DIR}" && pwd)
+: "${1:?usage: run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]}" "${2:?usage: run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]}"
+A=$(cd "$1" && pwd) || exit 2
+B=$(cd "$2" && pwd) || exit 2
 shift 2
 what=${*:-checks bench ncu memcheck}
 O=out/ab
+rm -rf "$O"  # a warm device keeps out/: no results of an earlier call in this one's files
 mkdir -p "$O"
 S=$O/summary.txt
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a "$S"

@@ -247,8 +247,8 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   f.write("/targets/threshold", {tt.size()}, tt.data());
   f.write("/targets/model_bound", {tb.size()}, tb.data());
   f.set_attr("/targets", "model_bound",
-             "the value the byte model allows with every kernel at the copy roofline (100 for a % of roofline; for "
-             "speedups and verify ratios the ratio of modelled bytes); 0 = not measured");
+             "the value the byte model allows at equal bandwidth (100 for a % of roofline; for speedups and verify "
+             "ratios the ratio of modelled bytes); 0 = not measured");
   f.write("/targets/met", {tm.size()}, tm.data());
   f.write("/targets/measured", {tp.size()}, tp.data());
   f.set_attr("/targets", "where", "B=256, L=16 (issue 5)");

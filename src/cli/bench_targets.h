@@ -8,9 +8,10 @@
 
 namespace replayssm::cli {
 
-// model_bound: the value the byte model allows, every kernel at the copy roofline (100 for a % of roofline; for a
-// speedup the ratio of modelled bytes; for verify the modelled bytes over the step's). A target beyond it cannot be
-// met by any kernel with the record layout the model counts (kernels/PERF_NOTES.md, "Byte model").
+// model_bound: the value the byte model allows at equal bandwidth (100 for a % of roofline; for a speedup the ratio of
+// modelled bytes; for verify the modelled bytes over the step's). A target beyond it needs the faster kernel to move
+// its bytes faster than the kernel it is compared with, with the record layout the model counts (kernels/PERF_NOTES.md,
+// "Byte model"); the best u-source's bound is that of the fastest row.
 struct BenchTarget {
   std::string name, measured_row;
   double value = 0, threshold = 0, model_bound = 0;

@@ -47,8 +47,11 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   Row v = row("gdn", "verify", "replay_shared", "fp32", 8, 250.0, 769.0, 270.0);
   v.vs_own_step = 250.0 / 224.0, v.vs_conv_step = 250.0 / 270.0;
   res.rows.push_back(v);
-  // Mamba-2: only the conventional row.
+  // Mamba-2: the conventional row and a verify row, but no replay decode row (so no own-step bound).
   res.rows.push_back(row("mamba2", "decode", "conventional_shared", "fp32", 1, 600.0, 2175.0, 600.0));
+  Row mv = row("mamba2", "verify", "replay_shared", "fp32", 8, 1100.0, 1686.0, 600.0);
+  mv.vs_own_step = 2.5, mv.vs_conv_step = 1100.0 / 600.0;
+  res.rows.push_back(mv);
 
   const std::vector<BenchTarget> t = check_targets(res);
   REQUIRE(t.size() == 10);
@@ -89,4 +92,10 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   const BenchTarget& m2 = named(t, "Mamba-2 ReplaySSM");
   CHECK_FALSE(m2.present);
   CHECK(target_line(m2) == "[not measured] Mamba-2 ReplaySSM fp32 speedup over conventional");
+  const BenchTarget& m2own = named(t, "mamba2 ReplaySSM verify T=8 / its own");
+  CHECK(m2own.present);
+  CHECK(m2own.model_bound == 0);  // its step row is missing
+  CHECK_FALSE(m2own.beyond_model());
+  CHECK(target_line(m2own) == "[MISSED] mamba2 ReplaySSM verify T=8 / its own standard step: 2.500 (<= 1.10; byte model -)");
+  CHECK(named(t, "mamba2 ReplaySSM verify T=8 / conventional").model_bound == Approx(1686.0 / 2175.0));
 }

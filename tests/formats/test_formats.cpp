@@ -135,6 +135,9 @@ TEST_CASE("e4m3_decode4_scaled equals e4m3_decode times the scale for every code
                                0x1p-20f, 3.0f, 255.0f, std::nextafter(256.0f, 0.0f), 0x1p-9f};
   std::uniform_real_distribution<float> expo(-149.0f, 8.0f);
   for (int i = 0; i < 200; ++i) scales.push_back(std::nextafter(std::exp2(expo(rng)), 0.0f));
+  for (int i = 0; i < 20; ++i) scales.push_back(-scales[13 + i]);  // negative scales (never made by the codecs)
+  scales.push_back(-3.0f);
+  scales.push_back(-0x1p-149f);
   const float refuse[] = {256.0f, 0x1p100f, -256.0f, std::numeric_limits<float>::infinity(),
                           std::numeric_limits<float>::quiet_NaN()};
   const auto bits = [](float f) {
