@@ -15,7 +15,7 @@ __device__ __noinline__ void replay_flush(const KParams& p, float* sm) {
   const bool act = 4 * lane < p.K;
   const int K = p.K, V = p.V;
   const std::size_t VK = std::size_t(V) * K;
-  const int grp = p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);  // key head / group (v11)
+  const int grp = group_of(p, h);
   std::uint8_t* codes = p.codes + std::size_t(hh) * p.code_bytes;
   std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };

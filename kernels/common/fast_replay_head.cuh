@@ -47,7 +47,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
   const int rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;
   const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
-  const int grp = p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);  // key head / group (v11)
+  const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
   constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)

@@ -81,7 +81,7 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
   const int r0 = sp * kRows, rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;
   const int K = p.K, V = p.V, K4 = K / 4;
-  const int grp = p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);  // key head / group (v11)
+  const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
