@@ -4,8 +4,8 @@
 # an ncu source profile of the new replay kernel, and memcheck over the quick GPU cases of the new binaries.
 # Usage on the device (repository root): bash kernels/bench/run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]
 #   what: checks bench ncu memcheck (default: all four; memcheck: the quick cases, the real head dims and
-#   test_formats_gpu). Writes under out/ab; where $OUT is set (the device tool,
-#   which returns only a few files) summary.txt and one tar of everything into $OUT.
+#   test_formats_gpu). AB_SPEC_T (default 1,8): the verify draft counts of the table. Writes under out/ab; where $OUT
+#   is set (the device tool, which returns only a few files) summary.txt and one tar of everything into $OUT.
 set -uo pipefail
 export REPLAYSSM_DATASETS=$PWD/datasets
 : "${1:?usage: run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]}" "${2:?usage: run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]}"
@@ -20,7 +20,7 @@ S=$O/summary.txt
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a "$S"
 t0=$SECONDS
 step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$S"; }
-table=(--arch all --batch 256 --L 16 --formats fp32,fp8_e4m3:row --spec-T 1,8 --min-reps 3 --case-ms "${CASE_MS:-100}")
+table=(--arch all --batch 256 --L 16 --formats fp32,fp8_e4m3:row --spec-T "${AB_SPEC_T:-1,8}" --min-reps 3 --case-ms "${CASE_MS:-100}")
 for w in $what; do
   case $w in
     checks)
@@ -33,12 +33,21 @@ for w in $what; do
       "$B/replayssm" validate --arch all --backend all --shapes all > "$O/validate.log" 2>&1
       echo "rc=$? $(tail -1 "$O/validate.log")" | tee -a "$S" ;;
     bench)
-      for v in old new old2 new2; do
+      # AB_EXTRA="name:VAR=value[,VAR=value] ..." adds variants of the new binary run with that environment, in both
+      # rounds (e.g. AB_EXTRA="h1:REPLAYSSM_GROUP_HEADS=1": the same binary with a CTA per head).
+      vs=(old new)
+      for x in ${AB_EXTRA:-}; do vs+=("$x"); done
+      vs+=(old2 new2)
+      for x in ${AB_EXTRA:-}; do vs+=("${x%%:*}2:${x#*:}"); done
+      for spec in "${vs[@]}"; do
+        v=${spec%%:*}
+        envs=()
+        [[ $spec == *:* ]] && IFS=, read -ra envs <<< "${spec#*:}"
         bin=$B
         [[ $v == old* ]] && bin=$A
-        step "bench $v"
-        "$bin/replayssm" bench "${table[@]}" --out "$O/bench_$v.h5" --csv "$O/bench_$v.csv" > "$O/bench_$v.log" 2>&1 ||
-          echo "rc=$?" | tee -a "$S"
+        step "bench $v ${envs[*]}"
+        env "${envs[@]}" "$bin/replayssm" bench "${table[@]}" --out "$O/bench_$v.h5" --csv "$O/bench_$v.csv" \
+          > "$O/bench_$v.log" 2>&1 || echo "rc=$?" | tee -a "$S"
         grep -E "^(gdn|mamba2) .*(decode|verify)" "$O/bench_$v.log" | awk -v v=$v '{print v, $1, $4, $5, $6, $7}' >> "$O/medians.txt"
       done ;;
     ncu)

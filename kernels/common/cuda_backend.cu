@@ -3,6 +3,9 @@
 // decides early flushes and accepts, exactly as the emulation does).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -230,7 +233,18 @@ class CudaBackend final : public emu::DecodeBackend {
   bool inited_ = false;
 };
 
+std::atomic<int>& group_heads_cap() {
+  static std::atomic<int> v{[] {
+    const char* e = std::getenv("REPLAYSSM_GROUP_HEADS");
+    return (e && *e) ? std::max(0, std::atoi(e)) : 0;
+  }()};
+  return v;
+}
+
 }  // namespace
+
+void set_fast_group_heads(int n) { group_heads_cap().store(std::max(0, n)); }
+int fast_group_heads() { return group_heads_cap().load(); }
 
 std::unique_ptr<emu::DecodeBackend> make_cuda_backend(std::string* why_not) {
   int count = 0;

@@ -41,6 +41,12 @@ struct KParams {
   // set by the fast launcher: log2(H / G) where that is a power of two, else -1 (the group of head h without the two
   // integer divisions that were 2-4% of the replay kernel's instructions, PERF_NOTES v11)
   int group_shift = -1;
+  // set by the fast launcher: heads per CTA of the non-flush op (v12, a power of two dividing H / G; 1 = one per head)
+  int group_heads = 1;
+  // set by the fast launcher for replay_group: its shared-memory offsets in floats (fast_replay_group.cuh, group_plan)
+  struct HeadLayout {
+    int A = 0, B = 0, K = 0, Q = 0, W = 0, Vt = 0, Sk = 0, Tot = 0, CU = 0, CO = 0, D = 0, ring = 0, DotQ = 0, DotK = 0;
+  } hl;
 };
 
 // Both return a cudaError_t as int (0 = success).
@@ -50,5 +56,28 @@ int launch_mamba2(formats::FormatId f, const KParams& p, void* stream);
 // kernel), else a cudaError_t. REPLAYSSM_REFERENCE_KERNEL=1 in the environment forces the reference kernel.
 int launch_fast_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_fast_mamba2(formats::FormatId f, const KParams& p, void* stream);
+// Heads of one group per CTA in the tuned ReplaySSM non-flush op: 0 = the launcher's rule (group_heads_rule below),
+// n > 0 = at most n. The tests run every case both ways; REPLAYSSM_GROUP_HEADS=n in the
+// environment sets the start value (A/B of one binary). Results are bit-identical for every value.
+void set_fast_group_heads(int n);
+int fast_group_heads();
+// The rule behind it (host only, tested on the CPU): the largest power of two that divides H / G, so that the CTA's
+// heads share one group; with cap > 0 at most cap, for any op; with cap = 0 only for ops of at least
+// kMinGroupDrafts drafts (verify: the shared dots grow with T; for one draft the per-head kernel was faster, PERF_NOTES
+// v12), halved while the non-flush grid would have fewer than kMinGroupCtasPerSm working CTAs per SM on `sms` SMs.
+inline constexpr int kMinGroupCtasPerSm = 8;
+inline constexpr int kMinGroupDrafts = 2;
+inline int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
+  if (G <= 0 || H <= 0 || H % G != 0) return 1;
+  const int per = H / G;
+  int g = per & -per;
+  if (cap > 0) {
+    while (g > cap) g /= 2;
+    return g;
+  }
+  if (drafts < kMinGroupDrafts) return 1;
+  while (g > 1 && static_cast<long long>(B) * H / g < static_cast<long long>(kMinGroupCtasPerSm) * sms) g /= 2;
+  return g;
+}
 
 }  // namespace replayssm::kern

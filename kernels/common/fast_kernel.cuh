@@ -20,12 +20,14 @@
 // per row. v9: u=hp is a template parameter) where its shared memory fits, else replay_lean<.., false>; a step that
 // fills the window (not u=recompute) replay_lean<.., true>; verify's early flush and the u=recompute flush run
 // replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9),
-// "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift).
+// "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift), "sixth pass" (v12:
+// verify ops of T >= 2 drafts run replay_group, the heads of one key group per CTA, sharing k, q and the dots).
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_replay_lean.cuh
-// (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_flush.cuh (early and
-// u=recompute flush); this file: the replay kernel's dispatch and the host launchers.
+// (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
+// op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
+// launchers.
 #include "kernels/common/fast_conv.cuh"
-#include "kernels/common/fast_replay_head.cuh"
+#include "kernels/common/fast_replay_group.cuh"
 #include "kernels/common/fast_replay_flush.cuh"
 
 namespace replayssm::kern::fast {
@@ -52,7 +54,9 @@ inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32) ? 3 : 4;
 #else
 #define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
 #endif
-template <class C, bool kGdn>
+// kGroup (v12): the non-flush op runs replay_group, p.group_heads heads of one group per CTA; a separate instantiation,
+// so that the per-head kernel (kGroup = false) keeps v11's code.
+template <class C, bool kGdn, bool kGroup>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   const int b = blockIdx.z;  // grid (nsplit, H, B): no divisions here, 3 of 4 GDN CTAs return at once
@@ -61,17 +65,35 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kern
   const int lean = g_lean;
   if ((lean & 1) && p.V % 4 == 0 && !flush) {  // hot path: 15 of 16 steps (L=16)
     if (p.head_floats > 0) {  // set by the launcher where replay_head's shared memory fits (and REPLAYSSM_LEAN & 4)
-      if (blockIdx.x == 0) {
-        if (kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp)
-          replay_head<C, kGdn, kGdn>(p, sm);
-        else
-          replay_head<C, kGdn, false>(p, sm);
+      const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
+      if constexpr (kGroup) {
+        if (blockIdx.x == 0 && (blockIdx.y & unsigned(p.group_heads - 1)) == 0) {  // the group's first head
+          if (hp) replay_group<C, kGdn, kGdn>(p, sm);
+          else replay_group<C, kGdn, false>(p, sm);
+        }
+      } else if (blockIdx.x == 0) {
+        if (hp) replay_head<C, kGdn, kGdn>(p, sm);
+        else replay_head<C, kGdn, false>(p, sm);
       }
-      return;  // the other CTAs of the head have nothing to do
+      return;  // the other CTAs of the head (and of the group's other heads) have nothing to do
     }
     replay_lean<C, kGdn, false>(p, sm);
   } else if ((lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) replay_lean<C, kGdn, true>(p, sm);  // step flush
   else replay_flush<C, kGdn>(p, sm);  // early flush (verify), u=recompute flush
+}
+
+// Heads per CTA of the non-flush op (v12): kern::group_heads_rule (decode_kernel.h) on this device's SM count.
+inline int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 132;
+    return v;
+  }();
+  return n;
+}
+inline int group_heads_for(const KParams& p) {
+  return group_heads_rule(p.B, p.G, p.H, p.op == Op::verify ? p.T : 1, fast_group_heads(), sm_count());
 }
 
 template <class C, bool kGdn>
@@ -100,6 +122,12 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     p.group_shift = -1;
     for (int sh = 0; sh < 31 && p.G > 0 && p.H % p.G == 0; ++sh)
       if ((1 << sh) == p.H / p.G) p.group_shift = sh;
+    p.group_heads = p.head_floats > 0 ? group_heads_for(p) : 1;
+    if (p.group_heads > 1) {  // replay_group's layout (the lean paths' smem_bytes still apply to the flush CTAs)
+      const int f = group_plan<C, kGdn>(p, &p.hl);
+      if (f > 0) p.head_floats = f;
+      else p.group_heads = 1;
+    }
     const std::size_t sm = smem_bytes<C, kGdn>(p);
     if (sm > 200 * 1024) return -1;
     const unsigned grid = unsigned(std::size_t(p.B) * p.H * nsplit);
@@ -114,10 +142,10 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       return cudaMemcpyToSymbol(g_lean, &v, sizeof v) == cudaSuccess;
     }();
     if (!lean_set) return int(cudaErrorInvalidValue);
-    const cudaError_t e =
-        cudaFuncSetAttribute(replay_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
+    auto* kernel = p.group_heads > 1 ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
     if (e != cudaSuccess) return int(e);
-    replay_kernel<C, kGdn><<<dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), kThreads, sm, s>>>(p);
+    kernel<<<dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), kThreads, sm, s>>>(p);
     return int(cudaGetLastError());
   }
 }

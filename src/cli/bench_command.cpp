@@ -3,6 +3,7 @@
 // CUDA harness of kernels/bench/. Prints a table, writes HDF5 (atomically, with provenance) and CSV, and checks the
 // issue's targets at B=256, L=16. Without a GPU (or a CUDA build) it says so in one line and exits 3.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,6 +20,7 @@
 #if defined(REPLAYSSM_HAVE_CUDA)
 #include "cli/bench_targets.h"
 #include "kernels/bench/bench_harness.h"
+#include "kernels/common/decode_kernel.h"
 #endif
 
 namespace replayssm::cli {
@@ -229,6 +231,14 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   f.set_attr("/device", "sm_clock_khz", std::int64_t(res.sm_clock_khz));
   f.set_attr("/device", "mem_clock_khz", std::int64_t(res.mem_clock_khz));
   f.set_attr("/device", "roofline_gbps", res.roofline_gbps);
+#if defined(REPLAYSSM_HAVE_CUDA)
+  // The kernel choices the environment can change (A/B runs of one binary): recorded so that a file tells which ran.
+  std::string kenv;
+  for (const char* v : {"REPLAYSSM_LEAN", "REPLAYSSM_GROUP_HEADS", "REPLAYSSM_REFERENCE_KERNEL"})
+    if (const char* e = std::getenv(v)) kenv += std::string(kenv.empty() ? "" : " ") + v + "=" + e;
+  f.set_attr("/device", "kernel_env", kenv.empty() ? std::string("(none)") : kenv);
+  f.set_attr("/device", "group_heads_cap", std::int64_t(kern::fast_group_heads()));
+#endif
   std::vector<std::string> tn, tr;
   std::vector<double> tv, tt, tb;
   std::vector<std::int64_t> tm, tp;

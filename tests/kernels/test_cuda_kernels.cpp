@@ -1,5 +1,6 @@
 // The CUDA decode kernels against the emulation (bit-identical stores, outputs <= 1e-6 relative) and the FP64
-// reference, for every kernel x mode on the awkward cases, and at the real head shapes at small batch.
+// reference, for every kernel x mode on the awkward cases, and at the real head shapes at small batch; the tuned
+// ReplaySSM non-flush op both with a CTA per head and with a CTA per group of heads.
 // Exits 77 (skipped) when there is no CUDA device.
 #include <algorithm>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include "catch.hpp"
 #include "emulation/decode_api.h"
 #include "emulation/validation.h"
+#include "kernels/common/decode_kernel.h"
 #include "kernels/cuda_backend.h"
 
 using namespace replayssm;
@@ -27,6 +29,31 @@ std::unique_ptr<DecodeBackend>& gpu() {
     return b;
   }();
   return be;
+}
+
+// The tuned kernel's heads per CTA in the ReplaySSM non-flush op (kern::set_fast_group_heads), for one scope:
+// 1 = a CTA per head; kAllGroupHeads = every head of a group that a power of two allows (at any batch).
+constexpr int kAllGroupHeads = 1 << 20;
+struct GroupHeads {
+  explicit GroupHeads(int n) : old(kern::fast_group_heads()) { kern::set_fast_group_heads(n); }
+  ~GroupHeads() { kern::set_fast_group_heads(old); }
+  GroupHeads(const GroupHeads&) = delete;
+  GroupHeads& operator=(const GroupHeads&) = delete;
+  int old;
+};
+
+// The settings each case runs with: both; REPLAYSSM_TEST_GROUP_HEADS=1 or =all keeps one (compute-sanitizer jobs,
+// where the doubled GPU work outlasts a device call: the group path's first head runs the same code as a head alone).
+std::vector<int> group_heads_to_test() {
+  const char* e = std::getenv("REPLAYSSM_TEST_GROUP_HEADS");
+  const std::string v = e ? e : "";
+  if (v == "1") return {1};
+  if (v == "all") return {kAllGroupHeads};
+  if (!v.empty()) {
+    std::printf("REPLAYSSM_TEST_GROUP_HEADS: expected 1 or all, got '%s'\n", v.c_str());
+    std::exit(2);
+  }
+  return {1, kAllGroupHeads};
 }
 
 // The cases' groups, so that the long awkward list can run as several sanitizer processes: "steps", "long", and the
@@ -60,14 +87,18 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
       if (m.policy != policy || (u >= 0 && m.usource != USource(u))) continue;
       ++n_modes;
       const CaseOutputs e = run_backend(*emu, m, in);
-      const CaseOutputs g = run_backend(*gpu(), m, in);
-      const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
-      const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
-      INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << "\n vs emu out: " << re.out.summary()
-                  << "\n vs emu state: " << re.state.summary() << "\n bits " << re.bits_identical
-                  << "\n vs fp64 out: " << rr.out.summary() << "\n vs fp64 state: " << rr.state.summary());
-      CHECK(re.pass);
-      CHECK(rr.pass);
+      for (const int heads : group_heads_to_test()) {  // the non-flush op with a CTA per head, and per group (v12)
+        const GroupHeads scoped(heads);
+        const CaseOutputs g = run_backend(*gpu(), m, in);
+        const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
+        const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
+        INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", heads per CTA <= " << heads
+                    << "\n vs emu out: " << re.out.summary() << "\n vs emu state: " << re.state.summary()
+                    << "\n bits " << re.bits_identical << "\n vs fp64 out: " << rr.out.summary()
+                    << "\n vs fp64 state: " << rr.state.summary());
+        CHECK(re.pass);
+        CHECK(rr.pass);
+      }
     }
   }
   REQUIRE(n_modes > 0);  // a policy with no modes would pass vacuously

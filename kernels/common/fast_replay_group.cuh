@@ -1,0 +1,287 @@
+#pragma once
+// The ReplaySSM non-flush op with one CTA per group of heads (v12). Part of fast_kernel.cuh.
+#include "kernels/common/fast_replay_head.cuh"
+
+namespace replayssm::kern::fast {
+
+// Dynamic shared memory of replay_group in floats, 0 where it does not apply; with hl, its layout: replay_head's (Smem
+// with the rows of the whole head, then the ring), then the dot tables [T][NR] each. The launcher passes the offsets
+// as kernel parameters: computed in the kernel they held registers and made ptxas spill.
+template <class C, bool kGdn>
+inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool rec = kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
+  const int nsplit = (p.V + kRows - 1) / kRows, R = nsplit * kRows;
+  const Smem L{p.cap + p.T, p.T, p.K, rec, R};
+  const int NR = L.NR;
+  const int dots = L.oS() + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
+  const int f = dots + 2 * p.T * NR;
+  if (f * 4 > 160 * 1024) return 0;
+  if (hl) {
+    hl->A = L.oA(), hl->B = L.oB(), hl->K = L.oK(), hl->Q = L.oQ(), hl->W = L.oW(), hl->Vt = L.oVt();
+    hl->Sk = L.oSk(), hl->Tot = L.oTot(), hl->CU = L.oCU(), hl->CO = L.oCO(), hl->D = L.oD(), hl->ring = L.oS();
+    hl->DotQ = dots, hl->DotK = dots + p.T * NR;
+  }
+  return f;
+}
+
+// replay_group (v12): the CTA runs p.group_heads heads h0 .. h0 + group_heads - 1 of one key group (GDN: value heads of
+// one key head; Mamba-2: heads of one B/C group), in turn. They share the token k and q and every record's k: the k records of a
+// group's heads are copies of the same token keys (written by every path from the group's k), so the canonical dots
+// k_j . q_t and k_j . k_t have the same bits for each of them, and the emulation's coefficient is mul_rn(G_j, dot) with
+// only the decay G_j per head. The CTA stages k, q and builds the dots once; per head it stages a, beta, w, v, skip,
+// forms decays and coefficients (one multiplication each) and runs the head's rows; the ring streams the rows of all
+// its heads without a break (the next head's first groups fly during this head's window sums). Runs in its own kernel
+// instantiation (replay_kernel<.., kGroup = true>), so that replay_head's code stays v11's.
+template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
+__device__ __forceinline__ void replay_group(const KParams& p, float* sm) {
+  const int nsplit = gridDim.x;
+  const int b = blockIdx.z, h0 = blockIdx.y, hh0 = b * p.H + h0;  // grid (nsplit, H, B); h0 % group_heads == 0
+  const int nh = p.group_heads;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int rr0 = warp * kRPW;
+  const bool act = 4 * lane < p.K;
+  const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
+  const int grp = group_of(p, h0);
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
+  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)
+  const int n = p.n[b];
+  const int nd = p.op == Op::verify ? p.T : 1;
+  const int W = n + nd;
+  auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
+
+  const int R = nsplit * kRows;
+  const int NR = p.cap + p.T;
+  const KParams::HeadLayout& hl = p.hl;  // offsets in floats (group_plan)
+  float* sA = sm + hl.A;
+  float* sB = sm + hl.B;
+  float* sK = sm + hl.K;
+  float* sQ = sm + hl.Q;
+  float* sW = sm + hl.W;
+  float* sVt = sm + hl.Vt;
+  float* sSk = sm + hl.Sk;
+  float* sTot = sm + hl.Tot;
+  float* sCU = sm + hl.CU;
+  float* sCO = sm + hl.CO;
+  float* sDotQ = sm + hl.DotQ;  // [t][j] k_j . q_t, once per CTA
+  float* sDotK = sm + hl.DotK;  // [t][j] k_j . k_{n+t} (GDN)
+
+  // The ring: stage s of warp w at oS + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
+  // Row group gi = i nsplit + g is group g of head h0 + i; it goes to stage gi & 1.
+  const int RB = K * C::kBits / 8;
+  const int nsc = head_nsc<C>(p);
+  const int SB = head_stage_bytes<C>(p, u_hp);
+  const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + hl.ring) + warp * 2 * SB;
+  // The groups are issued in order gi = 0, 1, 2, ...: a cursor (head ci, group cg, stage cs), no division (v12: the
+  // division was 5% of the instructions).
+  int ci = 0, cg = 0, cs = 0;
+  auto issue = [&]() {  // the warp's 4 rows of the cursor's group (rows r..r+3 are contiguous), then advance
+    const int i = ci, r = cg * kRows + rr0;
+    std::uint8_t* st = ring + cs * SB;
+    cs ^= 1;
+    if (++cg == nsplit) cg = 0, ++ci;
+    if (i >= nh || r >= V) return;
+    const std::size_t hh = std::size_t(hh0 + i);
+    const std::uint8_t* src = p.codes + hh * p.code_bytes + std::size_t(r) * RB;
+    for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+    if (u_hp) {
+      const float* hs = p.hp + (hh * V + r) * K;
+      for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
+    }
+    const float* gsc = reinterpret_cast<const float*>(p.scales + hh * p.scale_bytes);
+    if (lane < 4 * nsc) cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
+  };
+  // The window of head h0 + i by cp.async (as replay_lean, all rows of the head); k and q only for the first head.
+  auto stage = [&](int i) {
+    const int h = h0 + i;
+    const std::size_t hh = std::size_t(hh0 + i);
+    const float* ra = p.ra + hh * p.cap;
+    const float* rw = p.rw + hh * p.cap * V;
+    if (tid < W) {
+      cp_async4(sA + tid, tid < n ? ra + tid : p.a + bt(tid - n) * p.H + h);
+      if (tid >= n) {
+        if (p.beta) cp_async4(sB + tid, p.beta + bt(tid - n) * p.H + h);
+        else sB[tid] = 1.0f;
+      }
+    }
+    if (act && i == 0) {
+      const float* rk = p.rk + hh * p.cap * K + 4 * lane;
+      const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+      const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+      const int GK = p.G * K;
+      for (int j = warp; j < W; j += kWarps)
+        cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+    }
+    for (int c4 = lane; c4 < V4; c4 += 32) {
+      const int c = 4 * c4;
+      for (int j = warp; j < n; j += kWarps) cp_async16(sW + j * R + c, rw + std::size_t(j) * V + c);
+      for (int t = warp; t < nd; t += kWarps) {
+        const std::size_t o = (bt(t) * p.H + h) * V + c;
+        cp_async16(sVt + t * R + c, p.v + o);
+        if (!kGdn) cp_async16(sW + (n + t) * R + c, p.v + o);
+        if (p.skip) cp_async16(sSk + t * R + c, p.skip + o);
+      }
+    }
+  };
+
+  // 1. The first head's window, then the first two groups of rows.
+  stage(0);
+  issue();  // group 0
+  cp_async_commit();
+  issue();  // group 1
+  cp_async_commit();
+  cp_async_wait<1>();  // the window and group 0
+  __syncthreads();
+
+  // 2. The dots k_j . q_t, k_j . k_t of the group, once per CTA (one warp per pair, canonical trees).
+  for (int task = warp; task < nd * W; task += kWarps) {
+    const int t = task / W, j = task - t * W;
+    if (j > n + t) continue;
+    const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+    const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+    float pu = 0.0f;
+    const bool has_u = kGdn && j < n + t;
+    if (has_u) {
+      const F4 yk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      pu = part4(xa, yk, act);
+    }
+    const float d = bfly_sum2(part4(xa, yq, act), pu, lane);
+    if (lane == 0) sDotQ[t * NR + j] = d;
+    if (lane == 16 && has_u) sDotK[t * NR + j] = d;
+  }
+
+  float* sDq0 = sm + hl.D;  // row dots S_c q_t, S_c k_t [t][R] of the current head
+  float* sDk0 = sDq0 + nd * R;
+  for (int i = 0; i < nh; ++i) {
+    const int h = h0 + i;
+    const std::size_t hh = std::size_t(hh0 + i);
+    if (i > 0) {  // the previous head's window sums are done with its window: stage this head's
+      __syncthreads();
+      stage(i);
+      cp_async_commit();
+      cp_async_wait<0>();  // the window and this head's first two groups (issued during the previous head)
+    }
+    __syncthreads();
+
+    // 3. Decays (emu::window_gammas, one thread per (draft, record)) and the coefficients mul_rn(G_j, dot)
+    //    (emu::window_coefs).
+    for (int x = tid; x < nd * W; x += kThreads) {
+      const int t = x / W, j = x - t * W;
+      if (j > n + t) continue;
+      float g = 1.0f;
+#pragma unroll 4
+      for (int e = n + t; e > j; --e) g = formats::mul_rn(g, sA[e]);
+      sCO[t * NR + j] = formats::mul_rn(g, sDotQ[t * NR + j]);
+      if (kGdn && j < n + t) sCU[t * NR + j] = formats::mul_rn(g, sDotK[t * NR + j]);
+      if (j == 0) sTot[t] = formats::mul_rn(g, sA[0]);
+    }
+    __syncthreads();
+
+    // Per-head record fields of the appended tokens (this CTA is the head's only one here).
+    {
+      float* wa = p.ra + hh * p.cap;
+      float* wb = p.rbeta + hh * p.cap;
+      float* wk = p.rk + hh * p.cap * K;
+      for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
+      for (int x = tid; x < nd * K4; x += kThreads) {
+        const int j = x / K4, c = 4 * (x % K4);
+        st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+      }
+    }
+
+    // 4a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
+    for (int g = 0; g < nsplit; ++g) {
+      const int gi = i * nsplit + g;
+      if (g > 0) cp_async_wait<1>();  // group gi landed (this thread's copies); the warp barrier shows the others'
+      __syncwarp();
+      const int hr = g * kRows + rr0;
+      if (hr < V) {
+        const std::uint8_t* st = ring + (gi & 1) * SB;
+        float* sDq = sDq0 + hr;
+        float* sDk = sDk0 + hr;
+        F4 S[kRPW], Sh[kHp ? kRPW : 1];
+#pragma unroll
+        for (int e = 0; e < kRPW; ++e) {
+          S[e] = F4{{0, 0, 0, 0}};
+          if constexpr (kHp) Sh[e] = F4{{0, 0, 0, 0}};
+          if (act) {
+            RawRow<C> w;
+            const std::uint8_t* cp = st + e * RB + lane * (C::kBits / 2);
+            if constexpr (C::kBits == 32) {
+              const uint4 u = *reinterpret_cast<const uint4*>(cp);
+              w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+            } else if constexpr (C::kBits == 16) {
+              const uint2 u = *reinterpret_cast<const uint2*>(cp);
+              w.c[0] = u.x, w.c[1] = u.y;
+            } else {
+              w.c[0] = *reinterpret_cast<const std::uint32_t*>(cp);
+            }
+            w.s = scaled<C>(p) ? reinterpret_cast<const float*>(st + oSC)[e * nsc + (p.scaling == formats::Scaling::row
+                                                                                      ? 0
+                                                                                      : lane / 8)]
+                               : 1.0f;
+            S[e] = decode_raw<C, !kHp>(p, w);
+            if constexpr (kHp) Sh[e] = ld4(reinterpret_cast<const float*>(st + oHP) + e * K + 4 * lane);
+          }
+        }
+        for (int t = 0; t < nd; ++t) {
+          const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
+          const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
+                                     part4(S[3], qq, act), lane);
+          if (lane % 8 == 0) sDq[t * R + lane / 8] = dq;
+          if constexpr (kGdn) {
+            const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+            float dk;
+            if constexpr (kHp)
+              dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act),
+                             part4(Sh[3], kk, act), lane);
+            else
+              dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
+                             lane);
+            if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
+          }
+        }
+      }
+      __syncwarp();  // every lane is done with stage gi & 1 before it is refilled
+      issue();  // group gi + 2
+      cp_async_commit();
+    }
+    __syncthreads();
+
+    // 4b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
+    //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
+    //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
+    float* gw = p.rw + hh * p.cap * V;
+    if constexpr (kGdn) {
+      float* gv = recompute ? p.rv + hh * p.cap * V : nullptr;
+      for (int r = tid; r < V; r += kThreads) {
+        for (int t = 0; t < nd; ++t) {
+          const int jn = n + t;
+          const float vt = sVt[t * R + r];
+          const float u =
+              emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
+          sW[jn * R + r] = u;
+          gw[std::size_t(jn) * V + r] = u;
+          if (recompute) gv[std::size_t(jn) * V + r] = vt;
+        }
+      }
+      __syncthreads();
+    }
+    int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + e kThreads = t V + r, without a division
+    for (; r >= V && t < nd; r -= V) ++t;
+    while (t < nd) {
+      const int jn = n + t;
+      if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+      const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
+      p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
+      for (r += kThreads; r >= V && t < nd; r -= V) ++t;
+    }
+  }
+}
+
+}  // namespace replayssm::kern::fast
