@@ -245,6 +245,15 @@ std::atomic<int>& group_heads_cap() {
 
 void set_fast_group_heads(int n) { group_heads_cap().store(std::max(0, n)); }
 int fast_group_heads() { return group_heads_cap().load(); }
+namespace {
+std::atomic<int> g_group_heads_used{0};
+}  // namespace
+int fast_group_heads_used(bool reset) { return reset ? g_group_heads_used.exchange(0) : g_group_heads_used.load(); }
+void note_group_heads_used(int n) {
+  int cur = g_group_heads_used.load();
+  while (n > cur && !g_group_heads_used.compare_exchange_weak(cur, n)) {
+  }
+}
 
 std::unique_ptr<emu::DecodeBackend> make_cuda_backend(std::string* why_not) {
   int count = 0;

@@ -56,13 +56,19 @@ int launch_mamba2(formats::FormatId f, const KParams& p, void* stream);
 // kernel), else a cudaError_t. REPLAYSSM_REFERENCE_KERNEL=1 in the environment forces the reference kernel.
 int launch_fast_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_fast_mamba2(formats::FormatId f, const KParams& p, void* stream);
-// Heads of one group per CTA in the tuned ReplaySSM non-flush op: 0 = the launcher's rule (group_heads_rule below),
-// n > 0 = at most n. The tests run every case both ways; REPLAYSSM_GROUP_HEADS=n in the
-// environment sets the start value (A/B of one binary). Results are bit-identical for every value.
+// Heads of one group per CTA in the tuned ReplaySSM non-flush op: 0 = the launcher's rule (group_heads_rule below);
+// n > 0 overrides it: the largest power of two <= n that divides H / G, for every op and batch (so 16 also groups
+// one-draft steps, which measured slower, and starves the grid at batch 1). The tests run every case with 1 and with
+// every head of a group; REPLAYSSM_GROUP_HEADS=n in the environment sets the start value (A/B of one binary). Results
+// are bit-identical for every value.
 void set_fast_group_heads(int n);
 int fast_group_heads();
+// The largest heads per CTA a tuned ReplaySSM launch used since the last call with reset = true (tests: the group path
+// really ran where they force it).
+int fast_group_heads_used(bool reset);
+void note_group_heads_used(int n);
 // The rule behind it (host only, tested on the CPU): the largest power of two that divides H / G, so that the CTA's
-// heads share one group; with cap > 0 at most cap, for any op; with cap = 0 only for ops of at least
+// heads share one group; with cap > 0 at most cap, for any op and batch; with cap = 0 only for ops of at least
 // kMinGroupDrafts drafts (verify: the shared dots grow with T; for one draft the per-head kernel was faster, PERF_NOTES
 // v12), halved while the non-flush grid would have fewer than kMinGroupCtasPerSm working CTAs per SM on `sms` SMs.
 inline constexpr int kMinGroupCtasPerSm = 8;

@@ -28,13 +28,13 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 }
 
 // replay_group (v12): the CTA runs p.group_heads heads h0 .. h0 + group_heads - 1 of one key group (GDN: value heads of
-// one key head; Mamba-2: heads of one B/C group), in turn. They share the token k and q and every record's k: the k records of a
-// group's heads are copies of the same token keys (written by every path from the group's k), so the canonical dots
-// k_j . q_t and k_j . k_t have the same bits for each of them, and the emulation's coefficient is mul_rn(G_j, dot) with
-// only the decay G_j per head. The CTA stages k, q and builds the dots once; per head it stages a, beta, w, v, skip,
-// forms decays and coefficients (one multiplication each) and runs the head's rows; the ring streams the rows of all
-// its heads without a break (the next head's first groups fly during this head's window sums). Runs in its own kernel
-// instantiation (replay_kernel<.., kGroup = true>), so that replay_head's code stays v11's.
+// one key head; Mamba-2: heads of one B/C group), in turn. They share the token k and q and every record's k: the k
+// records of a group's heads are copies of the same token keys (written by every path from the group's k), so the
+// canonical dots k_j . q_t and k_j . k_t have the same bits for each of them, and the emulation's coefficient is
+// mul_rn(G_j, dot) with only the decay G_j per head. The CTA stages k, q and builds the dots once; per head it stages
+// a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
+// streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
+// Runs in its own kernel instantiation (replay_kernel<.., kGroup = true>), so that replay_head's code stays v11's.
 template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm) {
   const int nsplit = gridDim.x;

@@ -42,8 +42,9 @@ struct GroupHeads {
   int old;
 };
 
-// The settings each case runs with: both; REPLAYSSM_TEST_GROUP_HEADS=1 or =all keeps one (compute-sanitizer jobs,
-// where the doubled GPU work outlasts a device call: the group path's first head runs the same code as a head alone).
+// The settings each ReplaySSM case runs with: both; REPLAYSSM_TEST_GROUP_HEADS=1 or =all keeps one (compute-sanitizer
+// jobs, where the doubled GPU work outlasts a device call; `all` runs replay_group's kernel instantiation, `1` the
+// per-head one: a sanitizer run with one setting covers only that instantiation).
 std::vector<int> group_heads_to_test() {
   const char* e = std::getenv("REPLAYSSM_TEST_GROUP_HEADS");
   const std::string v = e ? e : "";
@@ -78,6 +79,10 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
            const std::string& group = "") {
   auto emu = make_emulated_backend();
   const std::vector<std::string> groups = case_groups(cases);
+  // Conventional ops have no group path: one run. ReplaySSM: both settings, and the grouped run must really group.
+  const std::vector<int> settings = policy == Policy::conventional_shared ? std::vector<int>{1} : group_heads_to_test();
+  const bool forced_groups = std::find(settings.begin(), settings.end(), kAllGroupHeads) != settings.end();
+  int used = 0;  // the largest heads per CTA of the forced runs
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!group.empty() && groups[i] != group) continue;
@@ -87,9 +92,11 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
       if (m.policy != policy || (u >= 0 && m.usource != USource(u))) continue;
       ++n_modes;
       const CaseOutputs e = run_backend(*emu, m, in);
-      for (const int heads : group_heads_to_test()) {  // the non-flush op with a CTA per head, and per group (v12)
+      for (const int heads : settings) {  // the non-flush op with a CTA per head, and per group (v12)
         const GroupHeads scoped(heads);
+        kern::fast_group_heads_used(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
+        if (heads == kAllGroupHeads) used = std::max(used, kern::fast_group_heads_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
         INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", heads per CTA <= " << heads
@@ -102,6 +109,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
     }
   }
   REQUIRE(n_modes > 0);  // a policy with no modes would pass vacuously
+  // Every test shape has an even H / G, and the fp32 modes run the tuned kernel: forced, some launch must group.
+  if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
 }
 
 std::vector<Case> sanitize_cases() {  // every kernel path once: a step, a flush, a long run, verifies, an early flush

@@ -27,7 +27,9 @@ TEST_CASE("group heads: a power of two dividing H / G, so that a CTA's heads sha
 
 TEST_CASE("group heads: the automatic rule groups multi-draft ops and keeps the grid full", "[kernels]") {
   const int sms = 132;
-  const auto enough = [&](int B, int H, int g) { return static_cast<long long>(B) * H / g >= kMinGroupCtasPerSm * sms; };
+  const auto enough = [&](int B, int H, int g) {
+    return static_cast<long long>(B) * H / g >= kMinGroupCtasPerSm * sms;
+  };
   for (const int B : {1, 2, 16, 64, 256, 512}) {
     for (const auto& gh : {std::pair<int, int>{16, 32}, {8, 128}}) {
       CHECK(group_heads_rule(B, gh.first, gh.second, 1, 0, sms) == 1);  // one draft: a CTA per head
