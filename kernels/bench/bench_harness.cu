@@ -421,13 +421,13 @@ struct Runner {
       fill(P.o, tokH * d.V, -1.0f, 1.0f, sd + 13);
     }
     // per-step window lengths: n_b = (b + s) mod L (1/L of the rows flush at each step); no early flush
-    std::vector<int> hn(std::size_t(S) * d.B);
+    std::vector<int> hn(std::size_t(S) * d.B), step_flushes(std::size_t(S), 0);
     long flushes = 0;
     for (int s = 0; s < S; ++s)
       for (int b = 0; b < d.B; ++b) {
         const int n = (b + s) % c.L;
         hn[std::size_t(s) * d.B + b] = n;
-        if (n + 1 >= c.L) ++flushes;
+        if (n + 1 >= c.L) ++flushes, ++step_flushes[std::size_t(s)];
       }
     Arena ctl;
     ctl.alloc(Arena::round(hn.size() * 4) + 2 * Arena::round(std::size_t(d.B) * 4), "control");
@@ -452,6 +452,7 @@ struct Runner {
       p.hp = P.hp, p.snap_codes = P.snap_codes, p.snap_scales = P.snap_scales;
       p.ra = P.ra, p.rbeta = P.rbeta, p.rk = P.rk, p.rw = P.rw, p.rv = P.rv;
       p.n = dn + std::size_t(s) * d.B, p.early = dzero, p.tok = dtok;
+      p.flush_hint = c.op == Op::verify ? 0 : step_flushes[std::size_t(s)];  // as the backend passes it
       return p;
     };
     auto launch = [&](int s) {

@@ -198,6 +198,13 @@ class CudaBackend final : public emu::DecodeBackend {
     dearly_.upload(early.data(), early.size());
     dtok_.upload(tok_.data(), tok_.size());
     p.n = dn_.p, p.early = dearly_.p, p.tok = dtok_.p;
+    if (m_.replay()) {  // what the kernels' op_flushes sees, for the tuned flush kernel's grid
+      int count = 0;
+      for (int b = 0; b < d_.B; ++b)
+        count += early[std::size_t(b)] != 0 || (p.op != Op::verify && n_[std::size_t(b)] + 1 >= p.L);
+      const int hint = fast_flush_hint();
+      p.flush_hint = hint == kExactFlushHint || count == 0 ? count : std::max(-1, hint);
+    }
     const int e = m_.arch == emu::Arch::gdn ? launch_gdn(m_.format, p, nullptr) : launch_mamba2(m_.format, p, nullptr);
     ck(cudaError_t(e), "launch");
     ck(cudaDeviceSynchronize(), "kernel");
@@ -241,8 +248,21 @@ std::atomic<int>& group_heads_cap() {
   return v;
 }
 
+std::atomic<int> g_flush_hint{kExactFlushHint};
+std::atomic<int>& kernel_split_mode() {
+  static std::atomic<int> v{[] {
+    const char* e = std::getenv("REPLAYSSM_KERNEL_SPLIT");
+    return (e && *e) ? (std::atoi(e) != 0 ? 1 : 0) : -1;
+  }()};
+  return v;
+}
+
 }  // namespace
 
+void set_fast_kernel_split(int v) { kernel_split_mode().store(v < 0 ? -1 : (v != 0 ? 1 : 0)); }
+int fast_kernel_split() { return kernel_split_mode().load(); }
+void set_fast_flush_hint(int n) { g_flush_hint.store(n < -1 ? kExactFlushHint : n); }
+int fast_flush_hint() { return g_flush_hint.load(); }
 void set_fast_group_heads(int n) { group_heads_cap().store(std::max(0, n)); }
 int fast_group_heads() { return group_heads_cap().load(); }
 namespace {

@@ -36,6 +36,10 @@ struct KParams {
   const int* n = nullptr;      // valid records before this op
   const int* early = nullptr;  // 1: flush the n records first (the op would overflow the buffer)
   const int* tok = nullptr;    // committed tokens (SR step index)
+  // How many sequences flush in this op (early flush, or a step that fills the window), where the caller knows it
+  // (the backend and the bench do); -1 = unknown. Sizes the tuned flush kernel's grid (v13), and 0 skips it: results
+  // depend only on whether it is 0 where some sequence flushes (then it must not be).
+  int flush_hint = -1;
   // set by the fast launcher (fast_kernel.cuh): replay_head's dynamic shared memory in floats, 0 = not used
   int head_floats = 0;
   // set by the fast launcher: log2(H / G) where that is a power of two, else -1 (the group of head h without the two
@@ -67,6 +71,12 @@ int fast_group_heads();
 // really ran where they force it).
 int fast_group_heads_used(bool reset);
 void note_group_heads_used(int n);
+// The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;
+// -1 = unknown; n > 0 = claim n where some sequence flushes (0 where none does). The tests claim 1 in one of their
+// runs (the tuned flush kernel then has one sequence's CTAs, which must stride through every flush).
+inline constexpr int kExactFlushHint = -2;
+void set_fast_flush_hint(int n);
+int fast_flush_hint();
 // The rule behind it (host only, tested on the CPU): the largest power of two that divides H / G, so that the CTA's
 // heads share one group; with cap > 0 at most cap, for any op and batch; with cap = 0 only for ops of at least
 // kMinGroupDrafts drafts (verify: the shared dots grow with T; for one draft the per-head kernel was faster, PERF_NOTES
@@ -84,6 +94,22 @@ inline int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
   if (drafts < kMinGroupDrafts) return 1;
   while (g > 1 && static_cast<long long>(B) * H / g < static_cast<long long>(kMinGroupCtasPerSm) * sms) g /= 2;
   return g;
+}
+
+// The tuned ReplaySSM op's kernel layout: -1 = kernel_split_rule below (default), 0 = the combined kernel, 1 = the
+// split kernels, for every op (REPLAYSSM_KERNEL_SPLIT=0|1 in the environment sets the start value: A/B of one binary).
+// The tests run every case in both layouts. Results are bit-identical for every value.
+void set_fast_kernel_split(int v);
+int fast_kernel_split();
+// The tuned ReplaySSM op's kernel layout (v13, PERF_NOTES "seventh pass"): true = the split kernels (the flushing
+// sequences' row slices in one kernel, then the non-flush op with one CTA per head or group in another); false = the
+// combined kernel (every path in one grid of 32-row CTAs, v12). The split kernels give the non-flush code its own
+// register allocation and launch no CTA only to return, but run the flushes apart from the rest: a win for verify
+// (few flushes) and for low-precision checkpoints (their non-flush code spilled in the combined kernel), a loss for
+// the FP32 one-draft step (its 1 / L flushes no longer hide behind the other CTAs) and for u=recompute (heavier flushes).
+inline bool kernel_split_rule(int state_bits, int drafts, bool recompute) {
+  if (recompute) return false;
+  return drafts >= 2 || state_bits < 32;
 }
 
 }  // namespace replayssm::kern

@@ -2,7 +2,7 @@
 // The tuned decode kernel (issue 5): state rows streamed through registers, no whole-state staging.
 //
 // Grid: nsplit = ceil(V / 32) CTAs per (sequence, head) (conv_kernel: 1-D; replay_kernel: (nsplit, H, B), so that no
-// CTA divides to find its head), 256 threads = 8 warps, each warp owns 4 rows of the CTA's 32.
+// CTA divides to find its head; v13's split kernels below), 256 threads = 8 warps, each warp owns 4 rows of the CTA's 32.
 // Lane l holds elements 4l..4l+3 of its rows (K <= 128: one 16-byte load of FP32 codes per row per lane), exactly the
 // 32-lane tree of emulation/decode_math.h, so the xor butterfly reproduces the emulation's dot products bit for bit.
 // Every row of the GDN / Mamba-2 update only needs that row's dots (u_r = beta (v_r - a (S k)_r)), so rows are
@@ -22,6 +22,10 @@
 // replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9),
 // "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift), "sixth pass" (v12:
 // verify ops of T >= 2 drafts run replay_group, the heads of one key group per CTA, sharing k, q and the dots).
+// v13 (seventh pass): where replay_head applies and kern::kernel_split_rule says so, two kernels per op instead of the
+// combined replay_kernel: replay_flush_kernel (the flushing sequences' row slices, found on the device), then
+// replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only
+// to return.
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_replay_lean.cuh
 // (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
 // op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
@@ -56,32 +60,118 @@ inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32) ? 3 : 4;
 #else
 #define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
 #endif
-// kGroup (v12): the non-flush op runs replay_group, p.group_heads heads of one group per CTA; a separate instantiation,
-// so that the per-head kernel (kGroup = false) keeps v11's code.
-template <class C, bool kGdn, bool kGroup>
+__device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
+  return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
+}
+
+// The combined kernel (v5-v12's dispatch, every path in one grid (nsplit, H, B)): where kern::kernel_split_rule picks
+// it (the FP32 one-draft step, u=recompute: their flushes hide behind the other CTAs here), where replay_head's shared
+// memory does not fit, where REPLAYSSM_LEAN turns the head path off, and with REPLAYSSM_KERNEL_SPLIT=0.
+template <class C, bool kGdn>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
-  const int b = blockIdx.z;  // grid (nsplit, H, B): no divisions here, 3 of 4 GDN CTAs return at once
-  const bool flush = p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
+  const Cta cta{int(blockIdx.z), int(blockIdx.y), int(blockIdx.x), int(gridDim.x)};
+  const bool flush = op_flushes(p, cta.b);
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   const int lean = g_lean;
   if ((lean & 1) && p.V % 4 == 0 && !flush) {  // hot path: 15 of 16 steps (L=16)
     if (p.head_floats > 0) {  // set by the launcher where replay_head's shared memory fits (and REPLAYSSM_LEAN & 4)
       const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
-      if constexpr (kGroup) {
-        if (blockIdx.x == 0 && (blockIdx.y & unsigned(p.group_heads - 1)) == 0) {  // the group's first head
-          if (hp) replay_group<C, kGdn, kGdn>(p, sm);
-          else replay_group<C, kGdn, false>(p, sm);
-        }
-      } else if (blockIdx.x == 0) {
-        if (hp) replay_head<C, kGdn, kGdn>(p, sm);
-        else replay_head<C, kGdn, false>(p, sm);
+      if (blockIdx.x == 0) {
+        if (hp) replay_head<C, kGdn, kGdn>(p, sm, cta);
+        else replay_head<C, kGdn, false>(p, sm, cta);
       }
-      return;  // the other CTAs of the head (and of the group's other heads) have nothing to do
+      return;  // the other CTAs of the head have nothing to do
     }
-    replay_lean<C, kGdn, false>(p, sm);
-  } else if ((lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) replay_lean<C, kGdn, true>(p, sm);  // step flush
-  else replay_flush<C, kGdn>(p, sm);  // early flush (verify), u=recompute flush
+    replay_lean<C, kGdn, false>(p, sm, cta);
+    return;
+  }
+  if ((lean & 2) && p.V % 4 == 0 && p.early[cta.b] == 0 && !recompute) {
+    replay_lean<C, kGdn, true>(p, sm, cta);  // step flush
+  } else {
+    replay_flush<C, kGdn>(p, sm, cta);  // early flush (verify), u=recompute flush
+  }
+}
+
+// The e-th flushing sequence in increasing b, or -1 where fewer flush; every thread of the CTA gets it (a ballot scan
+// of n / early, which sit in L2: the flush list needs no host copy and no extra kernel).
+__device__ __forceinline__ int nth_flushing(const KParams& p, int e) {
+  __shared__ int s_cnt[kWarps];
+  __shared__ int s_b;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  if (tid == 0) s_b = -1;
+  int before = 0;  // flushing sequences of the chunks already scanned
+  for (int base = 0; base < p.B; base += kThreads) {
+    const int b = base + tid;
+    const bool f = b < p.B && op_flushes(p, b);
+    const unsigned m = __ballot_sync(0xffffffffu, f);
+    if (lane == 0) s_cnt[warp] = __popc(m);
+    __syncthreads();
+    int off = before, tot = 0;
+    for (int x = 0; x < kWarps; ++x) {
+      off += x < warp ? s_cnt[x] : 0;
+      tot += s_cnt[x];
+    }
+    if (f && off + __popc(m & ((1u << lane) - 1u)) == e) s_b = b;
+    before += tot;
+    __syncthreads();  // s_b written, s_cnt free for the next chunk
+    if (before > e) break;  // the same for every thread
+  }
+  __syncthreads();
+  const int r = s_b;
+  __syncthreads();  // read by all before the next call resets it
+  return r;
+}
+
+// v13: the non-flush op in a kernel of its own (its own register allocation, no returning row-slice CTAs). Grid
+// (H / heads per CTA, B): one CTA per head (replay_head) or per group_heads heads of one group (kGroup: replay_group,
+// v12); the CTAs of a flushing sequence return (1 / L of them in steady state).
+template <class C, bool kGdn, bool kGroup>
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_hot_kernel(const __grid_constant__ KParams p) {
+  extern __shared__ __align__(16) float sm[];
+  const int b = blockIdx.y;
+  if (op_flushes(p, b)) return;
+  const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
+  const Cta cta{b, int(blockIdx.x) * (kGroup ? p.group_heads : 1), 0, (p.V + kRows - 1) / kRows};
+  if constexpr (kGroup) {
+    if (hp) replay_group<C, kGdn, kGdn>(p, sm, cta);
+    else replay_group<C, kGdn, false>(p, sm, cta);
+  } else {
+    if (hp) replay_head<C, kGdn, kGdn>(p, sm, cta);
+    else replay_head<C, kGdn, false>(p, sm, cta);
+  }
+}
+
+// v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, sp): row slice sp of head h
+// of the e-th flushing sequence, grid-strided, so that any grid is correct; the launcher sizes it from the caller's
+// flush count (KParams::flush_hint) so that each CTA usually takes one item.
+#ifndef REPLAYSSM_FLUSH_MIN_CTAS
+#define REPLAYSSM_FLUSH_MIN_CTAS 4
+#endif
+template <class C, bool kGdn>
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
+    replay_flush_kernel(const __grid_constant__ KParams p) {
+  extern __shared__ __align__(16) float sm[];
+  const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
+  const int nsplit = (p.V + kRows - 1) / kRows, per = p.H * nsplit;
+  for (int w = blockIdx.x;; w += gridDim.x) {
+    const int e = w / per, r = w - e * per;
+    const int b = nth_flushing(p, e);
+    if (b < 0) return;
+    const Cta cta{b, r / nsplit, r - (r / nsplit) * nsplit, nsplit};
+    if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) replay_lean<C, kGdn, true>(p, sm, cta);
+    else replay_flush<C, kGdn>(p, sm, cta);
+    __syncthreads();  // shared memory is reused by the next item
+  }
+}
+
+// Which layout runs (v13): kern::kernel_split_rule, or kern::set_fast_kernel_split / REPLAYSSM_KERNEL_SPLIT=0|1
+// (decode_kernel.h).
+inline bool host_kernel_split(int state_bits, const KParams& p) {
+  const int force = fast_kernel_split();
+  if (force >= 0) return force == 1;
+  const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
+  return kernel_split_rule(state_bits, p.op == Op::verify ? p.T : 1, rec);
 }
 
 // Heads per CTA of the non-flush op (v12): kern::group_heads_rule (decode_kernel.h) on the current device's SM count
@@ -125,7 +215,8 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     p.group_shift = -1;
     for (int sh = 0; sh < 31 && p.G > 0 && p.H % p.G == 0; ++sh)
       if ((1 << sh) == p.H / p.G) p.group_shift = sh;
-    p.group_heads = p.head_floats > 0 ? group_heads_for(p) : 1;
+    const bool split = host_kernel_split(C::kBits, p);
+    p.group_heads = p.head_floats > 0 && split ? group_heads_for(p) : 1;  // the combined kernel: per head
     if (p.group_heads > 1) {  // replay_group's layout (the lean paths' smem_bytes still apply to the flush CTAs)
       const int f = group_plan<C, kGdn>(p, &p.hl);
       if (f > 0) p.head_floats = f;
@@ -146,10 +237,30 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       return cudaMemcpyToSymbol(g_lean, &v, sizeof v) == cudaSuccess;
     }();
     if (!lean_set) return int(cudaErrorInvalidValue);
-    auto* kernel = p.group_heads > 1 ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
+    if (p.head_floats > 0 && split) {  // v13: the flush kernel and the non-flush kernel
+      const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
+      const std::size_t fsm = std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size()) * sizeof(float);
+      const long long per = static_cast<long long>(p.H) * nsplit;
+      const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;
+      const unsigned fgrid = unsigned(seqs * per);  // 0: the caller knows that none flushes, no flush kernel
+      auto* hot = p.group_heads > 1 ? replay_hot_kernel<C, kGdn, true> : replay_hot_kernel<C, kGdn, false>;
+      const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);
+      cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));
+      if (e == cudaSuccess && fgrid > 0)
+        e = cudaFuncSetAttribute(replay_flush_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fsm));
+      if (e != cudaSuccess) return int(e);
+      if (fgrid > 0) {  // the flushes first: their CTAs are the longest
+        replay_flush_kernel<C, kGdn><<<fgrid, kThreads, fsm, s>>>(p);
+        if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
+      }
+      hot<<<dim3(unsigned(p.H / p.group_heads), unsigned(p.B)), kThreads, hsm, s>>>(p);
+      if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
+      return int(cudaSuccess);
+    }
+    const cudaError_t e = cudaFuncSetAttribute(replay_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               int(sm));
     if (e != cudaSuccess) return int(e);
-    kernel<<<dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), kThreads, sm, s>>>(p);
+    replay_kernel<C, kGdn><<<dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), kThreads, sm, s>>>(p);
     return int(cudaGetLastError());
   }
 }

@@ -7,9 +7,9 @@ namespace replayssm::kern::fast {
 // The flush path (1 / L of the steps, and verify's early flush): materialise + encode, the u=recompute chain.
 // Not inlined, so that its register pressure does not reach the lean path's allocation.
 template <class C, bool kGdn>
-__device__ __noinline__ void replay_flush(const KParams& p, float* sm) {
-  const int nsplit = gridDim.x;
-  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h, sp = blockIdx.x;  // grid (nsplit, H, B)
+__device__ __noinline__ void replay_flush(const KParams& p, float* sm, const Cta cta) {
+  const int nsplit = cta.nsplit;
+  const int b = cta.b, h = cta.h, hh = b * p.H + h, sp = cta.sp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows;
   const bool act = 4 * lane < p.K;

@@ -36,9 +36,9 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
 // Runs in its own kernel instantiation (replay_kernel<.., kGroup = true>), so that replay_head's code stays v11's.
 template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
-__device__ __forceinline__ void replay_group(const KParams& p, float* sm) {
-  const int nsplit = gridDim.x;
-  const int b = blockIdx.z, h0 = blockIdx.y, hh0 = b * p.H + h0;  // grid (nsplit, H, B); h0 % group_heads == 0
+__device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
+  const int nsplit = cta.nsplit;
+  const int b = cta.b, h0 = cta.h, hh0 = b * p.H + h0;  // h0 % group_heads == 0
   const int nh = p.group_heads;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int rr0 = warp * kRPW;

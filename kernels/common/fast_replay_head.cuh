@@ -40,9 +40,9 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 }
 
 template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
-__device__ __forceinline__ void replay_head(const KParams& p, float* sm) {
-  const int nsplit = gridDim.x;
-  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h;  // grid (nsplit, H, B)
+__device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta) {
+  const int nsplit = cta.nsplit;
+  const int b = cta.b, h = cta.h, hh = b * p.H + h;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;

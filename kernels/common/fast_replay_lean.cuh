@@ -75,8 +75,8 @@ __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
 // materialise + output + HP row + encode of the warp's rows). Writes: the appended records (w = u for GDN, v for
 // Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
 template <class C, bool kGdn, bool kFlush>
-__device__ __forceinline__ void replay_lean(const KParams& p, float* sm) {
-  const int b = blockIdx.z, h = blockIdx.y, hh = b * p.H + h, sp = blockIdx.x;  // grid (nsplit, H, B)
+__device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const Cta& cta) {
+  const int b = cta.b, h = cta.h, hh = b * p.H + h, sp = cta.sp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows, rr0 = warp * kRPW;
   const bool act = 4 * lane < p.K;

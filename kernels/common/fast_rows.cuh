@@ -229,6 +229,13 @@ struct Smem {
   __host__ __device__ int size() const { return oD() + 2 * T * R; }
 };
 
+// The work of one CTA of a replay path: sequence b, head h (replay_group: the group's first head), 32-row slice sp of
+// the head's nsplit (replay_head / replay_group run all of them). The kernels map their grids onto it (v13:
+// fast_kernel.cuh), so that the paths do not read blockIdx.
+struct Cta {
+  int b, h, sp, nsplit;
+};
+
 // Early flush: the CTAs of a head count themselves in after staging the old window; the last one writes the new
 // per-head records (so no CTA can still be reading the slots they overwrite), then resets the counter.
 inline constexpr unsigned kCounters = 1u << 17;  // >= heads per launch (checked on the host)

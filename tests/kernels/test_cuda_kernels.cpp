@@ -1,6 +1,6 @@
 // The CUDA decode kernels against the emulation (bit-identical stores, outputs <= 1e-6 relative) and the FP64
 // reference, for every kernel x mode on the awkward cases, and at the real head shapes at small batch; the tuned
-// ReplaySSM non-flush op both with a CTA per head and with a CTA per group of heads.
+// ReplaySSM op in each kernel layout (combined; split with a CTA per head; split with a CTA per group of heads).
 // Exits 77 (skipped) when there is no CUDA device.
 #include <algorithm>
 #include <cstdio>
@@ -41,20 +41,43 @@ struct GroupHeads {
   GroupHeads& operator=(const GroupHeads&) = delete;
   int old;
 };
+// The tuned kernel's layout (kern::set_fast_kernel_split: 0 combined, 1 split), for one scope.
+struct KernelSplit {
+  explicit KernelSplit(int v) : old(kern::fast_kernel_split()) { kern::set_fast_kernel_split(v); }
+  ~KernelSplit() { kern::set_fast_kernel_split(old); }
+  KernelSplit(const KernelSplit&) = delete;
+  KernelSplit& operator=(const KernelSplit&) = delete;
+  int old;
+};
+// The flush count the backend claims to the tuned flush kernel (kern::set_fast_flush_hint), for one scope.
+struct FlushHint {
+  explicit FlushHint(int n) : old(kern::fast_flush_hint()) { kern::set_fast_flush_hint(n); }
+  ~FlushHint() { kern::set_fast_flush_hint(old); }
+  FlushHint(const FlushHint&) = delete;
+  FlushHint& operator=(const FlushHint&) = delete;
+  int old;
+};
 
-// The settings each ReplaySSM case runs with: both; REPLAYSSM_TEST_GROUP_HEADS=1 or =all keeps one (compute-sanitizer
-// jobs, where the doubled GPU work outlasts a device call; `all` runs replay_group's kernel instantiation, `1` the
-// per-head one: a sanitizer run with one setting covers only that instantiation).
-std::vector<int> group_heads_to_test() {
-  const char* e = std::getenv("REPLAYSSM_TEST_GROUP_HEADS");
+// The tuned kernel layouts each ReplaySSM case runs in: the combined kernel (32-row CTAs, v5-v12), the split kernels
+// with a CTA per head (v13), and the split kernels with every head of a group per CTA (v12's replay_group), the last
+// claiming one flushing sequence where some flush so that its flush CTAs stride through every flush (the early
+// flush's counters included). REPLAYSSM_TEST_LAYOUT=combined|split|group keeps one (compute-sanitizer jobs, where the
+// tripled GPU work outlasts a device call; a run with one layout covers only its kernel instantiations).
+struct Layout {
+  const char* name;
+  int split, heads, flush_hint;
+};
+constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint},
+                               {"split", 1, 1, kern::kExactFlushHint},
+                               {"group", 1, kAllGroupHeads, 1}};
+std::vector<Layout> layouts_to_test() {
+  const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
-  if (v == "1") return {1};
-  if (v == "all") return {kAllGroupHeads};
-  if (!v.empty()) {
-    std::printf("REPLAYSSM_TEST_GROUP_HEADS: expected 1 or all, got '%s'\n", v.c_str());
-    std::exit(2);
-  }
-  return {1, kAllGroupHeads};
+  if (v.empty()) return {std::begin(kLayouts), std::end(kLayouts)};
+  for (const Layout& l : kLayouts)
+    if (v == l.name) return {l};
+  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split or group, got '%s'\n", v.c_str());
+  std::exit(2);
 }
 
 // The cases' groups, so that the long awkward list can run as several sanitizer processes: "steps", "long", and the
@@ -79,9 +102,11 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
            const std::string& group = "") {
   auto emu = make_emulated_backend();
   const std::vector<std::string> groups = case_groups(cases);
-  // Conventional ops have no group path: one run. ReplaySSM: both settings, and the grouped run must really group.
-  const std::vector<int> settings = policy == Policy::conventional_shared ? std::vector<int>{1} : group_heads_to_test();
-  const bool forced_groups = std::find(settings.begin(), settings.end(), kAllGroupHeads) != settings.end();
+  // Conventional ops have no replay layouts: one run. ReplaySSM: every layout, and the grouped run must really group.
+  const std::vector<Layout> settings =
+      policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]} : layouts_to_test();
+  const bool forced_groups = policy != Policy::conventional_shared &&
+                             std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.heads > 1; });
   int used = 0;  // the largest heads per CTA of the forced runs
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -92,14 +117,16 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
       if (m.policy != policy || (u >= 0 && m.usource != USource(u))) continue;
       ++n_modes;
       const CaseOutputs e = run_backend(*emu, m, in);
-      for (const int heads : settings) {  // the non-flush op with a CTA per head, and per group (v12)
-        const GroupHeads scoped(heads);
+      for (const Layout& lay : settings) {
+        const GroupHeads scoped(lay.heads);
+        const KernelSplit split(lay.split);
+        const FlushHint hint(lay.flush_hint);
         kern::fast_group_heads_used(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
-        if (heads == kAllGroupHeads) used = std::max(used, kern::fast_group_heads_used(false));
+        if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
-        INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", heads per CTA <= " << heads
+        INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", layout " << lay.name
                     << "\n vs emu out: " << re.out.summary() << "\n vs emu state: " << re.state.summary()
                     << "\n bits " << re.bits_identical << "\n vs fp64 out: " << rr.out.summary()
                     << "\n vs fp64 state: " << rr.state.summary());

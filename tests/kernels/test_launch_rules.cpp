@@ -1,5 +1,5 @@
 // The tuned kernel's host-side launch rules (kernels/common/decode_kernel.h), on the CPU: which heads share a CTA in
-// the ReplaySSM non-flush op (v12). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
+// the ReplaySSM non-flush op (v12), and which kernel layout an op runs (v13). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
 // the grid at batch 1; the GPU tests check the results, this checks the choice.
 #include <utility>
 
@@ -7,6 +7,7 @@
 #include "kernels/common/decode_kernel.h"
 
 using replayssm::kern::group_heads_rule;
+using replayssm::kern::kernel_split_rule;
 using replayssm::kern::kMinGroupCtasPerSm;
 using replayssm::kern::kMinGroupDrafts;
 
@@ -47,4 +48,17 @@ TEST_CASE("group heads: the automatic rule groups multi-draft ops and keeps the 
   CHECK(group_heads_rule(256, 8, 128, 8, 0, sms) == 16);  // the bench's B = 256 verify: whole groups
   CHECK(group_heads_rule(256, 16, 32, 8, 0, sms) == 2);
   CHECK(group_heads_rule(256, 16, 32, 1, 0, sms) == 1);   // the bench's B = 256 decode step: a CTA per head
+}
+
+TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
+  // PERF_NOTES "seventh pass": split for verify of >= 2 drafts and for low-precision checkpoints; combined for the FP32
+  // one-draft step (decode and verify T = 1) and for u=recompute.
+  CHECK_FALSE(kernel_split_rule(32, 1, false));
+  for (const int T : {2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
+  for (const int bits : {4, 8, 16}) {
+    CHECK(kernel_split_rule(bits, 1, false));
+    CHECK(kernel_split_rule(bits, 8, false));
+  }
+  for (const int bits : {8, 32})
+    for (const int T : {1, 8}) CHECK_FALSE(kernel_split_rule(bits, T, true));
 }
