@@ -4,6 +4,8 @@
 # CUDA source lines (build with -DCMAKE_CUDA_FLAGS=-lineinfo; it does not change the generated code).
 # Usage on the device: bash kernels/bench/profile_replay.sh BIN_DIR OUT_DIR [policy] [format] [arches] [bench options]
 # Writes OUT_DIR/replay_<arch>.txt (details page) and replay_<arch>_source.csv.gz (source page, cuda,sass).
+# The profiled launch is the combined replay_kernel or, where the v13 split layout runs (kern::kernel_split_rule: FP8,
+# verify of 2+ drafts), its non-flush replay_hot_kernel (kernels/bench/kernel_times.sh times the flush kernel too).
 set -uo pipefail
 : "${1:?usage: profile_replay.sh BIN_DIR OUT_DIR [policy] [format] [arches] [bench options]}"
 bin=$(cd "$1" && pwd) || exit 2
@@ -16,7 +18,7 @@ mkdir -p "$out"
 export REPLAYSSM_DATASETS=$PWD/datasets
 for arch in $arches; do
   rep=$out/replay_$arch
-  ncu --set full --import-source yes --kernel-name regex:replay_kernel --launch-skip 2 --launch-count 1 -f -o "$rep" \
+  ncu --set full --import-source yes --kernel-name regex:"replay_(hot_)?kernel" --launch-skip 2 --launch-count 1 -f -o "$rep" \
     "$bin/replayssm" bench --arch "$arch" --batch 256 --L 16 --formats "$format" --policies "$policy" --spec-T none \
     "${extra[@]}" --reps 1 --min-reps 1 --out '' --csv '' -q > "$rep.log" 2>&1 || { tail -20 "$rep.log"; continue; }
   ncu -i "$rep.ncu-rep" --page details > "$rep.txt" 2>&1
