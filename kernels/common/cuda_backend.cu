@@ -203,7 +203,7 @@ class CudaBackend final : public emu::DecodeBackend {
       for (int b = 0; b < d_.B; ++b)
         count += early[std::size_t(b)] != 0 || (p.op != Op::verify && n_[std::size_t(b)] + 1 >= p.L);
       const int hint = fast_flush_hint();
-      p.flush_hint = hint == kExactFlushHint || count == 0 ? count : std::max(-1, hint);
+      p.flush_hint = count > 0 && (hint > 0 || hint == -1) ? hint : count;  // never 0 where some flush
     }
     const int e = m_.arch == emu::Arch::gdn ? launch_gdn(m_.format, p, nullptr) : launch_mamba2(m_.format, p, nullptr);
     ck(cudaError_t(e), "launch");
@@ -252,7 +252,8 @@ std::atomic<int> g_flush_hint{kExactFlushHint};
 std::atomic<int>& kernel_split_mode() {
   static std::atomic<int> v{[] {
     const char* e = std::getenv("REPLAYSSM_KERNEL_SPLIT");
-    return (e && *e) ? (std::atoi(e) != 0 ? 1 : 0) : -1;
+    if (!e || !*e || std::string(e) == "auto" || std::atoi(e) < 0) return -1;
+    return std::atoi(e) != 0 ? 1 : 0;
   }()};
   return v;
 }
@@ -261,7 +262,12 @@ std::atomic<int>& kernel_split_mode() {
 
 void set_fast_kernel_split(int v) { kernel_split_mode().store(v < 0 ? -1 : (v != 0 ? 1 : 0)); }
 int fast_kernel_split() { return kernel_split_mode().load(); }
-void set_fast_flush_hint(int n) { g_flush_hint.store(n < -1 ? kExactFlushHint : n); }
+void set_fast_flush_hint(int n) { g_flush_hint.store(n > 0 || n == -1 ? n : kExactFlushHint); }
+namespace {
+std::atomic<long> g_split_launches{0};
+}  // namespace
+long fast_split_launches(bool reset) { return reset ? g_split_launches.exchange(0) : g_split_launches.load(); }
+void note_split_launch() { ++g_split_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 void set_fast_group_heads(int n) { group_heads_cap().store(std::max(0, n)); }
 int fast_group_heads() { return group_heads_cap().load(); }

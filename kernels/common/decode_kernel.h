@@ -61,7 +61,8 @@ int launch_mamba2(formats::FormatId f, const KParams& p, void* stream);
 int launch_fast_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_fast_mamba2(formats::FormatId f, const KParams& p, void* stream);
 // Heads of one group per CTA in the tuned ReplaySSM non-flush op: 0 = the launcher's rule (group_heads_rule below);
-// n > 0 overrides it: the largest power of two <= n that divides H / G, for every op and batch (so 16 also groups
+// n > 0 overrides it: the largest power of two <= n that divides H / G, for every op and batch that runs the split
+// layout (v13: only its non-flush kernel groups; with set_fast_kernel_split(1) every op does, so 16 also groups
 // one-draft steps, which measured slower, and starves the grid at batch 1). The tests run every case with 1 and with
 // every head of a group; REPLAYSSM_GROUP_HEADS=n in the environment sets the start value (A/B of one binary). Results
 // are bit-identical for every value.
@@ -71,9 +72,14 @@ int fast_group_heads();
 // really ran where they force it).
 int fast_group_heads_used(bool reset);
 void note_group_heads_used(int n);
+// How many tuned ReplaySSM launches ran the split layout since the last call with reset = true (tests: the split layout
+// really ran where they force it).
+long fast_split_launches(bool reset);
+void note_split_launch();
 // The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;
-// -1 = unknown; n > 0 = claim n where some sequence flushes (0 where none does). The tests claim 1 in one of their
-// runs (the tuned flush kernel then has one sequence's CTAs, which must stride through every flush).
+// -1 = unknown; n > 0 = claim n where some sequence flushes (the true 0 where none does; 0 and values below -1 mean
+// kExactFlushHint, since a claim of 0 would skip the flushes). The tests claim 1 in one of their runs (the tuned flush
+// kernel then has one sequence's CTAs, which must stride through every flush).
 inline constexpr int kExactFlushHint = -2;
 void set_fast_flush_hint(int n);
 int fast_flush_hint();
@@ -97,19 +103,23 @@ inline int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
 }
 
 // The tuned ReplaySSM op's kernel layout: -1 = kernel_split_rule below (default), 0 = the combined kernel, 1 = the
-// split kernels, for every op (REPLAYSSM_KERNEL_SPLIT=0|1 in the environment sets the start value: A/B of one binary).
-// The tests run every case in both layouts. Results are bit-identical for every value.
+// split kernels, for every op where replay_head's shared memory fits (elsewhere the combined kernel runs);
+// REPLAYSSM_KERNEL_SPLIT=0|1|auto in the environment sets the start value (A/B of one binary). The tests run every case
+// in three layouts (combined; split per head; split grouped). Results are bit-identical for every value.
 void set_fast_kernel_split(int v);
 int fast_kernel_split();
 // The tuned ReplaySSM op's kernel layout (v13, PERF_NOTES "seventh pass"): true = the split kernels (the flushing
 // sequences' row slices in one kernel, then the non-flush op with one CTA per head or group in another); false = the
-// combined kernel (every path in one grid of 32-row CTAs, v12). The split kernels give the non-flush code its own
-// register allocation and launch no CTA only to return, but run the flushes apart from the rest: a win for verify
-// (few flushes) and for low-precision checkpoints (their non-flush code spilled in the combined kernel), a loss for
-// the FP32 one-draft step (its 1 / L flushes no longer hide behind the other CTAs) and for u=recompute (heavier flushes).
+// combined kernel (every path in one grid of 32-row CTAs, per head: v12 without its group path, which only the split
+// layout has). The split kernels give the non-flush code its own register allocation and launch no CTA only to return,
+// but run the flushes apart from the rest: a win for verify of 2+ drafts (few flushes, and the group path) and for
+// low-precision checkpoints (their non-flush code spilled in the combined kernel), a loss for the FP32 one-draft step
+// (its 1 / L flushes no longer hide behind the other CTAs) and for the u=recompute step (heavier flushes). u=recompute
+// verify of 2+ drafts splits, to keep v12's group path (not measured in either layout).
 inline bool kernel_split_rule(int state_bits, int drafts, bool recompute) {
+  if (drafts >= 2) return true;
   if (recompute) return false;
-  return drafts >= 2 || state_bits < 32;
+  return state_bits < 32;
 }
 
 }  // namespace replayssm::kern

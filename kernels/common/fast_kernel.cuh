@@ -21,7 +21,8 @@
 // fills the window (not u=recompute) replay_lean<.., true>; verify's early flush and the u=recompute flush run
 // replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9),
 // "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift), "sixth pass" (v12:
-// verify ops of T >= 2 drafts run replay_group, the heads of one key group per CTA, sharing k, q and the dots).
+// verify ops of T >= 2 drafts run replay_group, the heads of one key group per CTA, sharing k, q and the dots; since
+// v13 in the split layout only).
 // v13 (seventh pass): where replay_head applies and kern::kernel_split_rule says so, two kernels per op instead of the
 // combined replay_kernel: replay_flush_kernel (the flushing sequences' row slices, found on the device), then
 // replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only
@@ -238,6 +239,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     }();
     if (!lean_set) return int(cudaErrorInvalidValue);
     if (p.head_floats > 0 && split) {  // v13: the flush kernel and the non-flush kernel
+      note_split_launch();  // the tests check that the split layout ran where they force it
       const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
       const std::size_t fsm = std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size()) * sizeof(float);
       const long long per = static_cast<long long>(p.H) * nsplit;

@@ -34,7 +34,7 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 // mul_rn(G_j, dot) with only the decay G_j per head. The CTA stages k, q and builds the dots once; per head it stages
 // a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
-// Runs in its own kernel instantiation (replay_kernel<.., kGroup = true>), so that replay_head's code stays v11's.
+// Runs in its own kernel instantiation (v12: replay_kernel<.., kGroup = true>; v13: replay_hot_kernel<.., true>).
 template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
   const int nsplit = cta.nsplit;
@@ -47,7 +47,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   const int grp = group_of(p, h0);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
-  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)
+  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel / replay_hot_kernel)
   const int n = p.n[b];
   const int nd = p.op == Op::verify ? p.T : 1;
   const int W = n + nd;

@@ -10,8 +10,9 @@ namespace replayssm::kern::fast {
 // 32-row CTA (GDN 4x, Mamba-2 2x); the 8 warps then loop over the head's 32-row groups (a warp owns rows
 // 32 g + 4 warp .. + 3 of group g: the same 4-row tiles as replay_lean, the same operations in the same order).
 // The checkpoint rows of a warp's next group fly while it computes the current one: a per-warp two-stage ring in
-// shared memory filled by cp.async (codes, scales, and the HP rows for split u=hp), warp-local waits only. The other
-// CTAs of the head (same grid as v5) return at once.
+// shared memory filled by cp.async (codes, scales, and the HP rows for split u=hp), warp-local waits only. In the
+// combined kernel the other CTAs of the head (same grid as v5) return at once; v13's replay_hot_kernel launches one CTA
+// per head.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -50,7 +51,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
-  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel)
+  constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel / replay_hot_kernel)
   const int n = p.n[b];
   const int nd = p.op == Op::verify ? p.T : 1;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };

@@ -26,6 +26,14 @@ std::vector<Shape> shapes_for(const std::string& which, Arch arch) {
   return out;
 }
 
+Case two_early_flushes_case(int L, int D) {
+  Case c{"two early flushes", std::vector<Op>(std::size_t(L - 1), Op{}), -2.0, -0.01, false};
+  c.ops.push_back(Op{D, true, D - 1});  // sequence b accepts (D - 1 + b) % (D + 1): D - 1, D
+  c.ops.push_back(Op{std::min(4, D), true, 1});
+  c.ops.push_back(Op{});
+  return c;
+}
+
 std::vector<Case> cases_for(int L, int D, bool full, int long_steps) {
   auto steps = [](int n) { return std::vector<Op>(std::size_t(n), Op{}); };
   std::vector<Case> cs;

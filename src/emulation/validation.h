@@ -33,6 +33,10 @@ struct Case {
 };
 // The case list: "full" (every awkward case) or "quick" (T=1, L+1, long, one verify). long_steps sizes "long".
 std::vector<Case> cases_for(int L, int max_drafts, bool full, int long_steps);
+// L - 1 steps, a verify of max_drafts drafts accepting max_drafts - 1 (sequence 0) and max_drafts (sequence 1), so
+// that both buffers are nearly full, then a verify of min(4, max_drafts) drafts that flushes early in sequences 0 and 1
+// in the same op, then a step: the case behind the tuned flush kernel's multi-sequence early flush (B >= 2).
+Case two_early_flushes_case(int L, int max_drafts);
 
 // Inputs of a whole case (one TokenData per op) and the initial state.
 struct CaseInputs {

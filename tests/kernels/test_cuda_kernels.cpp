@@ -60,8 +60,9 @@ struct FlushHint {
 
 // The tuned kernel layouts each ReplaySSM case runs in: the combined kernel (32-row CTAs, v5-v12), the split kernels
 // with a CTA per head (v13), and the split kernels with every head of a group per CTA (v12's replay_group), the last
-// claiming one flushing sequence where some flush so that its flush CTAs stride through every flush (the early
-// flush's counters included). REPLAYSSM_TEST_LAYOUT=combined|split|group keeps one (compute-sanitizer jobs, where the
+// claiming one flushing sequence where some flush, so that where several flush (the step flushes of the small shape's
+// two sequences; the [overflow] cases' two early flushes at the real head dims, whose per-head counters then count
+// slices from CTAs that first did the other sequence's items) its flush CTAs stride through them. REPLAYSSM_TEST_LAYOUT=combined|split|group keeps one (compute-sanitizer jobs, where the
 // tripled GPU work outlasts a device call; a run with one layout covers only its kernel instantiations).
 struct Layout {
   const char* name;
@@ -107,7 +108,10 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
       policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]} : layouts_to_test();
   const bool forced_groups = policy != Policy::conventional_shared &&
                              std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.heads > 1; });
+  const bool forced_split = policy != Policy::conventional_shared &&
+                            std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.split == 1; });
   int used = 0;  // the largest heads per CTA of the forced runs
+  long split_launches = 0;  // launches of the split layout in the runs that force it
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!group.empty() && groups[i] != group) continue;
@@ -122,8 +126,10 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const KernelSplit split(lay.split);
         const FlushHint hint(lay.flush_hint);
         kern::fast_group_heads_used(true);
+        kern::fast_split_launches(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
+        if (lay.split == 1) split_launches += kern::fast_split_launches(false);
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
         INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", layout " << lay.name
@@ -138,6 +144,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   REQUIRE(n_modes > 0);  // a policy with no modes would pass vacuously
   // Every test shape has an even H / G, and the fp32 modes run the tuned kernel: forced, some launch must group.
   if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
+  if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
 }
 
 std::vector<Case> sanitize_cases() {  // every kernel path once: a step, a flush, a long run, verifies, an early flush
@@ -158,11 +165,21 @@ Shape real_head_shape(Arch a) {
   return s;
 }
 
+// The real head dims (several 32-row slices per head) at batch 2, for two_early_flushes_case: the split layout's flush
+// kernel then runs the early flushes of two sequences in one op, each head's slices in different CTAs, and in the group
+// layout (told of one flushing sequence) its CTAs stride from the first sequence's items to the second's.
+Shape overflow_shape(Arch a) {
+  Shape s = real_head_shape(a);
+  s.name += ", batch 2";
+  s.dims.B = 2;
+  return s;
+}
+
 }  // namespace
 
-// One shard = (arch, policy[, u source]); each shard has seven test cases: the awkward cases (small shape, every
-// format) in four case groups, the quick [sanitize] cases, the real shape at batch 1 and the real head dims at 4 heads
-// (main formats). The tags
+// One shard = (arch, policy[, u source]); each shard has eight test cases: the awkward cases (small shape, every
+// format) in four case groups, the quick [sanitize] cases, the real shape at batch 1, the real head dims at 4 heads
+// and the two-sequence early flush at the real head dims (main formats). The tags
 // name arch, policy, u source and group, so `"[awkward][gdn][replay-split]"` or `"[sanitize][mamba2]"` pick a subset.
 #define REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, GROUP, GROUP_TAGS)     \
   TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: every mode on the awkward " GROUP " cases (small shape)",     \
@@ -191,6 +208,11 @@ Shape real_head_shape(Arch a) {
             "[gpu][real-head][" ARCH_TAG "]" POLICY_TAGS) {                                                           \
     (void)gpu();                                                                                                     \
     check(real_head_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U);                                      \
+  }                                                                                                                  \
+  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: two sequences flush early in one verify, real head dims",   \
+            "[gpu][overflow][" ARCH_TAG "]" POLICY_TAGS) {                                                            \
+    (void)gpu();                                                                                                     \
+    check(overflow_shape(ARCH), {two_early_flushes_case(16, 8)}, true, POLICY, U);                                   \
   }
 
 REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::conventional_shared, "conventional", "[conventional]", -1)

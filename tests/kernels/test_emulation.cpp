@@ -113,3 +113,21 @@ TEST_CASE("State drift in LP formats: replay-split < replay-shared < conventiona
     }
   }
 }
+
+TEST_CASE("the two-early-flush case flushes two sequences early in one verify", "[kernels]") {
+  // The GPU test's multi-sequence early flush (test_cuda_kernels, [overflow]) relies on it; checked on the emulation.
+  for (const Arch a : {Arch::gdn, Arch::mamba2}) {
+    const Shape s = shapes_for("small", a).at(0);
+    REQUIRE(s.dims.B == 2);
+    const Case c = two_early_flushes_case(16, 8);
+    const CaseInputs in = make_inputs(s, c, 7);
+    auto emu = make_emulated_backend();
+    for (const Mode& m : modes_for(a, true)) {
+      if (!m.replay() || m.format != formats::FormatId::fp32) continue;
+      // L - 1 steps fill no buffer; the first verify keeps 15 + 7 and 15 + 8 records (cap = 23); the second verify
+      // (4 drafts) overflows both, so both flush early; the last step flushes none.
+      REQUIRE(m.capacity() == 23);
+      CHECK(run_backend(*emu, m, in).flushes == 2);
+    }
+  }
+}

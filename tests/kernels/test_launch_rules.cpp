@@ -51,14 +51,17 @@ TEST_CASE("group heads: the automatic rule groups multi-draft ops and keeps the 
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
-  // PERF_NOTES "seventh pass": split for verify of >= 2 drafts and for low-precision checkpoints; combined for the FP32
-  // one-draft step (decode and verify T = 1) and for u=recompute.
+  // PERF_NOTES "seventh pass": split for verify of >= 2 drafts (the group path lives there, u=recompute included) and
+  // for low-precision checkpoints; combined for the FP32 one-draft step (decode and verify T = 1) and for the
+  // u=recompute one-draft step.
   CHECK_FALSE(kernel_split_rule(32, 1, false));
   for (const int T : {2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
   for (const int bits : {4, 8, 16}) {
     CHECK(kernel_split_rule(bits, 1, false));
     CHECK(kernel_split_rule(bits, 8, false));
   }
-  for (const int bits : {8, 32})
-    for (const int T : {1, 8}) CHECK_FALSE(kernel_split_rule(bits, T, true));
+  for (const int bits : {8, 32}) {
+    CHECK_FALSE(kernel_split_rule(bits, 1, true));
+    for (const int T : {2, 8}) CHECK(kernel_split_rule(bits, T, true));
+  }
 }
