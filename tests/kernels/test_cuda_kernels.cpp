@@ -31,32 +31,21 @@ std::unique_ptr<DecodeBackend>& gpu() {
   return be;
 }
 
-// The tuned kernel's heads per CTA in the ReplaySSM non-flush op (kern::set_fast_group_heads), for one scope:
-// 1 = a CTA per head; kAllGroupHeads = every head of a group that a power of two allows (at any batch).
+// One of the tuned kernel's process-wide settings, set for one scope and restored after it.
+template <int (*Get)(), void (*Set)(int)>
+struct Scoped {
+  explicit Scoped(int v) : old(Get()) { Set(v); }
+  ~Scoped() { Set(old); }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
+  int old;
+};
+// Heads per CTA in the ReplaySSM non-flush op: 1 = a CTA per head; kAllGroupHeads = every head of a group that a
+// power of two allows (at any batch).
+using GroupHeads = Scoped<kern::fast_group_heads, kern::set_fast_group_heads>;
 constexpr int kAllGroupHeads = 1 << 20;
-struct GroupHeads {
-  explicit GroupHeads(int n) : old(kern::fast_group_heads()) { kern::set_fast_group_heads(n); }
-  ~GroupHeads() { kern::set_fast_group_heads(old); }
-  GroupHeads(const GroupHeads&) = delete;
-  GroupHeads& operator=(const GroupHeads&) = delete;
-  int old;
-};
-// The tuned kernel's layout (kern::set_fast_kernel_split: 0 combined, 1 split), for one scope.
-struct KernelSplit {
-  explicit KernelSplit(int v) : old(kern::fast_kernel_split()) { kern::set_fast_kernel_split(v); }
-  ~KernelSplit() { kern::set_fast_kernel_split(old); }
-  KernelSplit(const KernelSplit&) = delete;
-  KernelSplit& operator=(const KernelSplit&) = delete;
-  int old;
-};
-// The flush count the backend claims to the tuned flush kernel (kern::set_fast_flush_hint), for one scope.
-struct FlushHint {
-  explicit FlushHint(int n) : old(kern::fast_flush_hint()) { kern::set_fast_flush_hint(n); }
-  ~FlushHint() { kern::set_fast_flush_hint(old); }
-  FlushHint(const FlushHint&) = delete;
-  FlushHint& operator=(const FlushHint&) = delete;
-  int old;
-};
+using KernelSplit = Scoped<kern::fast_kernel_split, kern::set_fast_kernel_split>;  // 0 combined, 1 split
+using FlushHint = Scoped<kern::fast_flush_hint, kern::set_fast_flush_hint>;  // the count the backend claims
 
 // The tuned kernel layouts each ReplaySSM case runs in: the combined kernel (32-row CTAs, v5-v12), the split kernels
 // with a CTA per head (v13), and the split kernels with every head of a group per CTA (v12's replay_group), the last
