@@ -14,14 +14,15 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
   if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
   const int nsplit = (p.V + kRows - 1) / kRows, R = nsplit * kRows;
-  const Smem L{p.cap + p.T, p.T, p.K, rec, R};
+  const Smem L{head_records(p), p.T, p.K, rec, R};
   const int NR = L.NR;
-  const int dots = L.oS() + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
+  const int ring = ring_offset(L.size(), kGroupRingMod);
+  const int dots = ring + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
   const int f = dots + 2 * p.T * NR;
   if (f * 4 > 160 * 1024) return 0;
   if (hl) {
     hl->A = L.oA(), hl->B = L.oB(), hl->K = L.oK(), hl->Q = L.oQ(), hl->W = L.oW(), hl->Vt = L.oVt();
-    hl->Sk = L.oSk(), hl->Tot = L.oTot(), hl->CU = L.oCU(), hl->CO = L.oCO(), hl->D = L.oD(), hl->ring = L.oS();
+    hl->Sk = L.oSk(), hl->Tot = L.oTot(), hl->CU = L.oCU(), hl->CO = L.oCO(), hl->D = L.oD(), hl->ring = ring;
     hl->DotQ = dots, hl->DotK = dots + p.T * NR;
   }
   return f;
@@ -54,7 +55,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
   const int R = nsplit * kRows;
-  const int NR = p.cap + p.T;
+  const int NR = head_records(p);
   const KParams::HeadLayout& hl = p.hl;  // offsets in floats (group_plan)
   float* sA = sm + hl.A;
   float* sB = sm + hl.B;

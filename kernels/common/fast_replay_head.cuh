@@ -27,6 +27,19 @@ template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) {  // one ring stage: 4 rows
   return 4 * (p.K * C::kBits / 8) + (u_hp ? 16 * p.K : 0) + (16 * head_nsc<C>(p) + 15) / 16 * 16;
 }
+// Records of the non-flush window: it never holds more than cap (n + T > cap flushes early, and a step flushes at
+// n + 1 = L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem keep cap + T). v14: cap + T
+// cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM; Mamba-2 T=2->3: 4->3).
+__host__ __device__ inline int head_records(const KParams& p) { return p.cap; }
+// Where the ring starts (floats): the first offset >= the tables' end that is mod_floats past a 128-byte boundary.
+// Measured (PERF_NOTES "eighth pass"): the ring's offset modulo 128 B moved the FP32 non-flush op by up to 11%, and
+// not through the total size (padding the end changed nothing) nor through counted bank conflicts (ncu: equal).
+// replay_head is fastest at 112 B (kHeadRingMod), replay_group at 0 (kGroupRingMod); FP8 rings are insensitive.
+inline constexpr int kHeadRingMod = 28, kGroupRingMod = 0;
+__host__ __device__ inline int ring_offset(int end, int mod_floats) {
+  return (end - mod_floats + 31) / 32 * 32 + mod_floats;  // any end >= 0, 0 <= mod_floats < 32
+}
+
 // Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
 template <class C, bool kGdn>
 __host__ __device__ inline int head_smem_floats(const KParams& p) {
@@ -35,8 +48,8 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
   if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
   const int nsplit = (p.V + kRows - 1) / kRows;
-  const Smem L{p.cap + p.T, p.T, p.K, rec, nsplit * kRows};
-  const int f = L.oS() + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
+  const Smem L{head_records(p), p.T, p.K, rec, nsplit * kRows};
+  const int f = ring_offset(L.size(), kHeadRingMod) + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
   return f * 4 <= 160 * 1024 ? f : 0;
 }
 
@@ -57,7 +70,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
   const int R = nsplit * kRows;
-  const Smem L{p.cap + p.T, p.T, K, recompute, R};
+  const Smem L{head_records(p), p.T, K, recompute, R};
   const int NR = L.NR;
   float* sA = sm + L.oA();
   float* sB = sm + L.oB();
@@ -76,7 +89,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const int nsc = head_nsc<C>(p);
   const int SB = head_stage_bytes<C>(p, u_hp);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
-  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + L.oS()) + warp * 2 * SB;
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod)) + warp * 2 * SB;
   const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;
   const float* gsc = reinterpret_cast<const float*>(p.scales + std::size_t(hh) * p.scale_bytes);
   const float* ghp = u_hp ? p.hp + std::size_t(hh) * V * K : nullptr;

@@ -204,7 +204,8 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   return y;
 }
 
-// Shared-memory layout of the replay path (floats). NR = cap + T records (old window + this op's tokens).
+// Shared-memory layout of the replay path (floats). NR records: cap + T in the flush paths (an early flush stages the
+// old window and the drafts), cap in the non-flush replay_head / replay_group (head_records).
 struct Smem {
   int NR, T, K;
   bool rec;  // u = recompute
