@@ -14,7 +14,7 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
   if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
   const int nsplit = (p.V + kRows - 1) / kRows, R = nsplit * kRows;
-  const Smem L{head_records(p), p.T, p.K, rec, R};
+  const Smem L{head_records(p), p.T, p.K, rec, R, p.skip != nullptr, false};
   const int NR = L.NR;
   const int ring = ring_offset(L.size(), kGroupRingMod);
   const int dots = ring + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;

@@ -48,7 +48,7 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
   if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
   const int nsplit = (p.V + kRows - 1) / kRows;
-  const Smem L{head_records(p), p.T, p.K, rec, nsplit * kRows};
+  const Smem L{head_records(p), p.T, p.K, rec, nsplit * kRows, p.skip != nullptr, false};
   const int f = ring_offset(L.size(), kHeadRingMod) + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
   return f * 4 <= 160 * 1024 ? f : 0;
 }
@@ -70,7 +70,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
   const int R = nsplit * kRows;
-  const Smem L{head_records(p), p.T, K, recompute, R};
+  const Smem L{head_records(p), p.T, K, recompute, R, p.skip != nullptr, false};
   const int NR = L.NR;
   float* sA = sm + L.oA();
   float* sB = sm + L.oB();
