@@ -4,8 +4,8 @@
 
 namespace replayssm::kern::fast {
 
-// Dynamic shared memory of replay_group in floats, 0 where it does not apply; with hl, its layout: replay_head's (Smem
-// with the rows of the whole head, then the ring), then the dot tables [T][NR] each. The launcher passes the offsets
+// Dynamic shared memory of replay_group in floats, 0 where it does not apply; with hl, its layout: the non-flush Smem
+// with the rows of the whole head (as replay_head), the ring at kGroupRingMod, then the dot tables [T][NR] each. The launcher passes the offsets
 // as kernel parameters: computed in the kernel they held registers and made ptxas spill.
 template <class C, bool kGdn>
 inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
@@ -70,7 +70,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   float* sDotQ = sm + hl.DotQ;  // [t][j] k_j . q_t, once per CTA
   float* sDotK = sm + hl.DotK;  // [t][j] k_j . k_{n+t} (GDN)
 
-  // The ring: stage s of warp w at oS + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
+  // The ring: stage s of warp w at hl.ring + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
   // Row group gi = i nsplit + g is group g of head h0 + i; it goes to stage gi & 1.
   const int RB = K * C::kBits / 8;
   const int nsc = head_nsc<C>(p);

@@ -212,7 +212,6 @@ struct Smem {
   int R = kRows;  // rows staged per CTA (w / v / skip / row dots): kRows, or the whole head (replay_head, v6)
   bool skip = true;   // room for the drafts' skip rows (v15: replay_head / replay_group only where p.skip is set)
   bool flush = true;  // room for the flush-only tables: raw v (u=recompute), totR, Gm, GR (v15: not in the non-flush op)
-  __host__ __device__ int oS() const { return (size() + 3) / 4 * 4; }  // replay_head: per-warp state ring
   __host__ __device__ int oA() const { return 0; }
   __host__ __device__ int oB() const { return NR; }
   __host__ __device__ int oK() const { return (2 * NR + 3) / 4 * 4; }  // 16-byte aligned rows
@@ -221,7 +220,7 @@ struct Smem {
   __host__ __device__ int oVr() const { return oW() + NR * R; }
   __host__ __device__ int oVt() const { return oVr() + (rec && flush ? NR * R : 0); }  // draft v [T][rows]
   __host__ __device__ int oSk() const { return oVt() + T * R; }                 // draft skip [T][rows]
-  __host__ __device__ int oTot() const { return oSk() + (skip ? T * R : 0); }  // T drafts + totm + NR totR
+  __host__ __device__ int oTot() const { return oSk() + (skip ? T * R : 0); }  // T drafts + totm (+ NR totR: flush)
   __host__ __device__ int oGd() const { return oTot() + T + 1 + (flush ? NR : 0); }
   __host__ __device__ int oCU() const { return oGd() + T * NR; }
   __host__ __device__ int oCO() const { return oCU() + T * NR; }
