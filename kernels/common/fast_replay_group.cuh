@@ -5,8 +5,8 @@
 namespace replayssm::kern::fast {
 
 // Dynamic shared memory of replay_group in floats, 0 where it does not apply; with hl, its layout: the non-flush Smem
-// with the rows of the whole head (as replay_head), the ring at kGroupRingMod, then the dot tables [T][NR] each. The launcher passes the offsets
-// as kernel parameters: computed in the kernel they held registers and made ptxas spill.
+// with the rows of the whole head (as replay_head), the ring at kGroupRingMod, then the dot tables [T][NR] each. The
+// launcher passes the offsets as kernel parameters: computed in the kernel they held registers and made ptxas spill.
 template <class C, bool kGdn>
 inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
   const bool split = p.policy == emu::Policy::replay_split;

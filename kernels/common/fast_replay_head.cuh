@@ -28,19 +28,11 @@ __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) {  
   return 4 * (p.K * C::kBits / 8) + (u_hp ? 16 * p.K : 0) + (16 * head_nsc<C>(p) + 15) / 16 * 16;
 }
 // Records of the non-flush window: it never holds more than cap (the host flags n + T > cap as an early flush, and a
-// step flushes once n + 1 >= L, L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem keep cap + T). v14: cap + T
-// cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM; Mamba-2 T=2->3: 4->3).
+// step flushes once n + 1 >= L, L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem
+// keep cap + T). v14: cap + T cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM;
+// Mamba-2 T=2->3: 4->3).
 __host__ __device__ inline int head_records(const KParams& p) { return p.cap; }
-// Where the ring starts (floats): the first offset >= the tables' end that is mod_floats past a 128-byte boundary.
-// Measured (PERF_NOTES "eighth pass"): the ring's offset modulo 128 B moved the FP32 non-flush op by up to 11%, and
-// not through the total size (padding the end changed nothing) nor through counted bank conflicts (ncu: equal).
-// replay_head is fastest at 112 B (kHeadRingMod), replay_group at 0 (kGroupRingMod); FP8 rings are insensitive. The
-// offsets are from the dynamic base: in the combined kernel (where kHeadRingMod was measured) replay_flush's static
-// shared variable may sit before it, in replay_hot_kernel (kGroupRingMod) nothing does.
-inline constexpr int kHeadRingMod = 28, kGroupRingMod = 0;
-__host__ __device__ inline int ring_offset(int end, int mod_floats) {
-  return (end - mod_floats + 31) / 32 * 32 + mod_floats;  // any end >= 0, 0 <= mod_floats < 32
-}
+// The ring's offset: ring_offset, kHeadRingMod, kGroupRingMod (replay_smem.h).
 
 // Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
 template <class C, bool kGdn>
@@ -86,7 +78,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* sCO = sm + L.oCO();
   float* sGd = sm + L.oGd();
 
-  // The ring: stage s of warp w at ring_offset(..) + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
+  // The ring: stage s of warp w at ring_offset(..) + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)]
+  // [4 x nsc scales].
   const int RB = K * C::kBits / 8;
   const int nsc = head_nsc<C>(p);
   const int SB = head_stage_bytes<C>(p, u_hp);

@@ -9,13 +9,9 @@
 #include "emulation/decode_math.h"
 #include "formats/state_codec.h"
 #include "kernels/common/decode_kernel.h"
+#include "kernels/common/replay_smem.h"
 
 namespace replayssm::kern::fast {
-
-inline constexpr int kThreads = 256;
-inline constexpr int kWarps = 8;
-inline constexpr int kRPW = 4;                // rows per warp
-inline constexpr int kRows = kWarps * kRPW;   // rows per CTA
 
 template <class C>
 inline constexpr bool kSupported = C::kBits >= 8 && (C::kBlock == 0 || C::kBlock == 32) &&
@@ -204,32 +200,7 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   return y;
 }
 
-// Shared-memory layout of the replay path (floats). NR records: cap + T in the flush paths (an early flush stages the
-// old window and the drafts), cap in the non-flush replay_head / replay_group (head_records).
-struct Smem {
-  int NR, T, K;
-  bool rec;  // u = recompute
-  int R = kRows;  // rows staged per CTA (w / v / skip / row dots): kRows, or the whole head (replay_head, v6)
-  bool skip = true;   // room for the drafts' skip rows (v15: replay_head / replay_group only where p.skip is set)
-  bool flush = true;  // room for the flush-only tables: raw v (u=recompute), totR, Gm, GR (v15: not in the non-flush op)
-  __host__ __device__ int oA() const { return 0; }
-  __host__ __device__ int oB() const { return NR; }
-  __host__ __device__ int oK() const { return (2 * NR + 3) / 4 * 4; }  // 16-byte aligned rows
-  __host__ __device__ int oQ() const { return oK() + NR * K; }
-  __host__ __device__ int oW() const { return oQ() + T * K; }
-  __host__ __device__ int oVr() const { return oW() + NR * R; }
-  __host__ __device__ int oVt() const { return oVr() + (rec && flush ? NR * R : 0); }  // draft v [T][rows]
-  __host__ __device__ int oSk() const { return oVt() + T * R; }                 // draft skip [T][rows]
-  __host__ __device__ int oTot() const { return oSk() + (skip ? T * R : 0); }  // T drafts + totm (+ NR totR: flush)
-  __host__ __device__ int oGd() const { return oTot() + T + 1 + (flush ? NR : 0); }
-  __host__ __device__ int oCU() const { return oGd() + T * NR; }
-  __host__ __device__ int oCO() const { return oCU() + T * NR; }
-  __host__ __device__ int oGm() const { return oCO() + T * NR; }
-  __host__ __device__ int oGR() const { return oGm() + (flush ? NR : 0); }
-  // lean path: row dots [2][T][rows] (16-byte aligned: float4 accesses)
-  __host__ __device__ int oD() const { return (oGR() + (rec && flush ? NR * NR : 0) + 3) / 4 * 4; }
-  __host__ __device__ int size() const { return oD() + 2 * T * R; }
-};
+// The replay paths' shared-memory layout (struct Smem): kernels/common/replay_smem.h.
 
 // The work of one CTA of a replay path: sequence b, head h (replay_group: the group's first head), 32-row slice sp of
 // the head's nsplit (replay_head / replay_group run all of them). The kernels map their grids onto it (v13:

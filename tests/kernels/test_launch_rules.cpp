@@ -1,10 +1,12 @@
 // The tuned kernel's host-side launch rules (kernels/common/decode_kernel.h), on the CPU: which heads share a CTA in
-// the ReplaySSM non-flush op (v12), and which kernel layout an op runs (v13). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
+// the ReplaySSM non-flush op (v12), which kernel layout an op runs (v13), and the shared-memory layout's invariants
+// (replay_smem.h, v14 / v15). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
 // the grid at batch 1; the GPU tests check the results, this checks the choice.
 #include <utility>
 
 #include "catch.hpp"
 #include "kernels/common/decode_kernel.h"
+#include "kernels/common/replay_smem.h"
 
 using replayssm::kern::group_heads_rule;
 using replayssm::kern::kernel_split_rule;
@@ -64,4 +66,72 @@ TEST_CASE("kernel layout: the split kernels where they measured faster", "[kerne
     CHECK_FALSE(kernel_split_rule(bits, 1, true));
     for (const int T : {2, 8}) CHECK(kernel_split_rule(bits, T, true));
   }
+}
+
+TEST_CASE("shared-memory layout: every table inside, none overlapping, 16-byte rows, the ring where measured",
+          "[kernels]") {
+  // The flush paths' layout (cap + T records, every table) and the non-flush one (cap records, no flush-only tables,
+  // skip rows only with a skip input) over the shapes the launcher accepts (K <= 128, K % 4 == 0, V <= 256, cap <= 64,
+  // cap + T <= 256). The GPU tests check the results on a few shapes; this checks the offsets on all of them, so a
+  // table that grows into its neighbour fails here first.
+  using replayssm::kern::fast::kGroupRingMod;
+  using replayssm::kern::fast::kHeadRingMod;
+  using replayssm::kern::fast::kRows;
+  using replayssm::kern::fast::ring_offset;
+  using replayssm::kern::fast::Smem;
+  struct Region {
+    const char* name;
+    int at, len;
+  };
+  long checked = 0, failures = 0;
+  for (int cap = 2; cap <= 64; cap += (cap < 24 ? 1 : 5))
+    for (int T = 1; T <= 8; ++T)
+      for (int K = 4; K <= 128; K += (K < 16 ? 4 : 28))
+        for (int R : {kRows, 2 * kRows, 4 * kRows, 8 * kRows})
+          for (int mask = 0; mask < 8; ++mask) {
+            const bool rec = mask & 1, skip = mask & 2, flush = mask & 4;
+            const int NR = flush ? cap + T : cap;
+            const Smem L{NR, T, K, rec, R, skip, flush};
+            const Region rs[] = {{"a", L.oA(), NR},
+                                 {"beta", L.oB(), NR},
+                                 {"k", L.oK(), NR * K},
+                                 {"q", L.oQ(), T * K},
+                                 {"w", L.oW(), NR * R},
+                                 {"raw v", L.oVr(), rec && flush ? NR * R : 0},
+                                 {"draft v", L.oVt(), T * R},
+                                 {"skip", L.oSk(), skip ? T * R : 0},
+                                 {"totals", L.oTot(), T + 1 + (flush ? NR : 0)},
+                                 {"decays", L.oGd(), T * NR},
+                                 {"coef u", L.oCU(), T * NR},
+                                 {"coef o", L.oCO(), T * NR},
+                                 {"Gm", L.oGm(), flush ? NR : 0},
+                                 {"GR", L.oGR(), rec && flush ? NR * NR : 0},
+                                 {"row dots", L.oD(), 2 * T * R}};
+            bool ok = true;
+            for (const Region& a : rs) {
+              ok = ok && a.at >= 0 && a.at + a.len <= L.size();
+              for (const Region& b : rs)
+                if (&a < &b && a.len > 0 && b.len > 0) ok = ok && (a.at + a.len <= b.at || b.at + b.len <= a.at);
+            }
+            // float4 / 16-byte cp.async accesses: k rows, q, w rows, draft v / skip rows, row dots
+            for (const int o : {L.oK(), L.oQ(), L.oW(), L.oVt(), L.oSk(), L.oD()}) ok = ok && o % 4 == 0;
+            // the non-flush layout never needs more than the flush one
+            ok = ok && Smem{cap, T, K, rec, R, skip, false}.size() <= Smem{cap + T, T, K, rec, R, true, true}.size();
+            for (const int mod : {kHeadRingMod, kGroupRingMod}) {
+              const int r = ring_offset(L.size(), mod);
+              ok = ok && r >= L.size() && r - L.size() < 32 && r % 32 == mod && r % 4 == 0;
+            }
+            ++checked;
+            if (!ok && ++failures <= 5)
+              FAIL_CHECK("layout cap " << cap << " T " << T << " K " << K << " R " << R << " rec " << rec << " skip "
+                                       << skip << " flush " << flush);
+          }
+  INFO(checked << " layouts");
+  CHECK(checked > 10000);
+  CHECK(failures == 0);
+  // The ring offsets themselves (PERF_NOTES "eighth pass"): 112 B past a 128-byte boundary for replay_head, 0 for
+  // replay_group; 16-byte aligned, as cp.async needs.
+  CHECK(kHeadRingMod * 4 == 112);
+  CHECK(kGroupRingMod == 0);
+  for (int end = 0; end < 100; ++end) CHECK(ring_offset(end, kHeadRingMod) - end < 32);
 }
