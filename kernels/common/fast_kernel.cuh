@@ -190,13 +190,15 @@ inline int group_heads_for(const KParams& p) {
   return group_heads_rule(p.B, p.G, p.H, p.op == Op::verify ? p.T : 1, fast_group_heads(), sm_count());
 }
 
+// Dynamic shared memory of the flush paths (replay_lean, replay_flush) in bytes.
+inline std::size_t flush_smem_bytes(const KParams& p) {
+  const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
+  return std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size()) * sizeof(float);
+}
 template <class C, bool kGdn>
 inline std::size_t smem_bytes(const KParams& p) {
   if (p.policy == emu::Policy::conventional_shared) return 0;
-  const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  std::size_t f = std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size());
-  f = std::max(f, std::size_t(p.head_floats));
-  return f * sizeof(float);
+  return std::max(flush_smem_bytes(p), std::size_t(p.head_floats) * sizeof(float));
 }
 
 // -1: not handled here (the caller uses the reference kernel); else a cudaError_t.
@@ -240,8 +242,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     if (!lean_set) return int(cudaErrorInvalidValue);
     if (p.head_floats > 0 && split) {  // v13: the flush kernel and the non-flush kernel
       note_split_launch();  // the tests check that the split layout ran where they force it
-      const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-      const std::size_t fsm = std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size()) * sizeof(float);
+      const std::size_t fsm = flush_smem_bytes(p);
       const long long per = static_cast<long long>(p.H) * nsplit;
       const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;
       const unsigned fgrid = unsigned(seqs * per);  // 0: the caller knows that none flushes, no flush kernel
