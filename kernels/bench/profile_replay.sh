@@ -6,6 +6,8 @@
 # Writes OUT_DIR/replay_<arch>.txt (details page) and replay_<arch>_source.csv.gz (source page, cuda,sass).
 # The profiled launch is the combined replay_kernel or, where the v13 split layout runs (kern::kernel_split_rule: FP8,
 # verify of 2+ drafts), its non-flush replay_hot_kernel (kernels/bench/kernel_times.sh times the flush kernel too).
+# PROFILE_KERNEL (an ncu name regex, default the non-flush kernels) picks another launch, e.g. replay_flush_kernel;
+# PROFILE_TAG names its files (replay_<tag><arch>...).
 set -uo pipefail
 : "${1:?usage: profile_replay.sh BIN_DIR OUT_DIR [policy] [format] [arches] [bench options]}"
 bin=$(cd "$1" && pwd) || exit 2
@@ -17,8 +19,8 @@ read -r -a extra <<< "${6:-}"  # e.g. "--usource lp" (split on blanks, no globbi
 mkdir -p "$out"
 export REPLAYSSM_DATASETS=$PWD/datasets
 for arch in $arches; do
-  rep=$out/replay_$arch
-  ncu --set full --import-source yes --kernel-name regex:"replay_(hot_)?kernel" --launch-skip 2 --launch-count 1 -f -o "$rep" \
+  rep=$out/replay_${PROFILE_TAG:-}$arch
+  ncu --set full --import-source yes --kernel-name regex:"${PROFILE_KERNEL:-replay_(hot_)?kernel}" --launch-skip 2 --launch-count 1 -f -o "$rep" \
     "$bin/replayssm" bench --arch "$arch" --batch 256 --L 16 --formats "$format" --policies "$policy" --spec-T none \
     "${extra[@]}" --reps 1 --min-reps 1 --out '' --csv '' -q > "$rep.log" 2>&1 || { tail -20 "$rep.log"; continue; }
   ncu -i "$rep.ncu-rep" --page details > "$rep.txt" 2>&1

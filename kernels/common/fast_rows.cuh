@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "emulation/decode_math.h"
+#include "formats/hw_rne.cuh"
 #include "formats/state_codec.h"
 #include "kernels/common/decode_kernel.h"
 #include "kernels/common/replay_smem.h"
@@ -187,11 +188,23 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   F4 y{{0.0f, 0.0f, 0.0f, 0.0f}};
   if (act) {
     std::uint32_t c[4];
+    bool done = false;
+    if constexpr (formats::kHwRnePair<C::kFormat>) {  // v16: the hardware pair conversion, same bits (hw_rne.cuh)
+      if (p.rounding == formats::Rounding::rne) {
+        formats::hw_rne_encode2<C::kFormat>(xs.x[0], xs.x[1], c[0], c[1]);
+        formats::hw_rne_encode2<C::kFormat>(xs.x[2], xs.x[3], c[2], c[3]);
+        done = true;
+      }
+    }
+    if (!done) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        c[e] = static_cast<std::uint32_t>(
+            C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * lane + e)));
+    }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const auto code = C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * lane + e));
-      c[e] = static_cast<std::uint32_t>(code);
-      float d = C::decode(code);
+      float d = C::decode(static_cast<typename C::code_t>(c[e]));
       if (scaled<C>(p)) d = formats::mul_rn(d, scale);
       y.x[e] = d;
     }

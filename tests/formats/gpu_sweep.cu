@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda_oracle.h"
+#include "formats/hw_rne.cuh"
 #include "formats/state_codec.h"
 #include "state_combos.h"
 
@@ -80,7 +81,51 @@ __global__ void state_kernel(const float* x, int H, int V, int K, uint8_t* codes
   }
 }
 
+// Every float32 pattern u through the kernels' hardware RNE pairs (hw_rne.cuh), in slot 0 and in slot 1, against
+// the software encode of minifloat.h on the device: per format, the mismatch count and the smallest bad pattern.
+template <FormatId F>
+__device__ void pair_check(float x0, float x1, uint32_t u0, uint32_t u1, uint32_t sw0, uint32_t sw1, int f,
+                           unsigned long long* bad, uint32_t* first) {
+  uint32_t a, b, c, d;
+  hw_rne_encode2<F>(x0, x1, a, b);
+  hw_rne_encode2<F>(x1, x0, c, d);
+  const unsigned nb = (a != sw0) + (d != sw0) + (b != sw1) + (c != sw1);
+  if (nb) {
+    atomicAdd(&bad[f], static_cast<unsigned long long>(nb));
+    atomicMin(&first[f], (a != sw0 || d != sw0) ? u0 : u1);
+  }
+}
+__global__ void hw_pair_kernel(unsigned long long* bad, uint32_t* first) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (std::size_t{1} << 31);
+       i += stride) {
+    const uint32_t u0 = static_cast<uint32_t>(2 * i), u1 = u0 + 1u;
+    const float x0 = __uint_as_float(u0), x1 = __uint_as_float(u1);
+    pair_check<FormatId::bf16>(x0, x1, u0, u1, bf16_encode(x0), bf16_encode(x1), 0, bad, first);
+    pair_check<FormatId::fp16>(x0, x1, u0, u1, fp16_encode(x0), fp16_encode(x1), 1, bad, first);
+    pair_check<FormatId::fp8_e4m3>(x0, x1, u0, u1, e4m3_encode(x0), e4m3_encode(x1), 2, bad, first);
+    pair_check<FormatId::fp8_e5m2>(x0, x1, u0, u1, e5m2_encode(x0), e5m2_encode(x1), 3, bad, first);
+  }
+}
+
 }  // namespace
+
+void device_hw_rne_pairs(unsigned long long (&bad)[kHwPairFormats], uint32_t (&first_bad)[kHwPairFormats]) {
+  unsigned long long* dbad = nullptr;
+  uint32_t* dfirst = nullptr;
+  check(cudaMalloc(&dbad, sizeof bad), "cudaMalloc");
+  check(cudaMalloc(&dfirst, sizeof first_bad), "cudaMalloc");
+  check(cudaMemset(dbad, 0, sizeof bad), "cudaMemset");
+  check(cudaMemset(dfirst, 0xFF, sizeof first_bad), "cudaMemset");
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
+  hw_pair_kernel<<<sms * 8, 256>>>(dbad, dfirst);
+  check(cudaGetLastError(), "hw_pair_kernel");
+  check(cudaMemcpy(bad, dbad, sizeof bad, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaMemcpy(first_bad, dfirst, sizeof first_bad, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  cudaFree(dbad);
+  cudaFree(dfirst);
+}
 
 bool device_available(std::string& why) {
   int n = 0;

@@ -1,7 +1,8 @@
 // GPU (label gpu; exits 77 without a device): >= 2^25 float32 patterns through CUDA's device conversions
 // (__float2bfloat16_rn, __float2half_rn, __nv_cvt_float_to_fp8 satfinite, __nv_fp4_e2m1) give the bits of
 // src/formats on the CPU; src/formats compiled for the GPU gives the CPU's bits (RNE and SR); every head-state
-// codec gives the same packed codes, scales and decoded floats on the GPU as on the CPU.
+// codec gives the same packed codes, scales and decoded floats on the GPU as on the CPU; the kernels' hardware RNE
+// pairs (src/formats/hw_rne.cuh) equal the software encode on all 2^32 patterns.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -66,6 +67,18 @@ TEST_CASE("device conversions and device codecs match the CPU codecs on 2^25 pat
   for (int j = 0; j < co::kCols; ++j) {
     INFO(names[j]);
     CHECK(bad[j] == 0);
+  }
+}
+
+TEST_CASE("the kernels' hardware RNE pairs equal the codecs on every float32 pattern", "[formats][gpu]") {
+  require_device();
+  unsigned long long bad[co::kHwPairFormats];
+  uint32_t first[co::kHwPairFormats];
+  co::device_hw_rne_pairs(bad, first);
+  const char* names[co::kHwPairFormats] = {"bf16", "fp16", "e4m3", "e5m2"};
+  for (int f = 0; f < co::kHwPairFormats; ++f) {
+    INFO(names[f] << ": smallest bad pattern 0x" << std::hex << first[f]);
+    CHECK(bad[f] == 0);
   }
 }
 
