@@ -36,15 +36,15 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 // a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
 // Runs in its own kernel instantiation (v12: replay_kernel<.., kGroup = true>; v13: replay_hot_kernel<.., true>).
-template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0>  // kHp: GDN replay_split u=hp; kK, kV: as replay_head
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
-  const int nsplit = cta.nsplit;
+  const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h0 = cta.h, hh0 = b * p.H + h0;  // h0 % group_heads == 0
   const int nh = p.group_heads;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int rr0 = warp * kRPW;
-  const bool act = 4 * lane < p.K;
-  const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
+  const int K = kK > 0 ? kK : p.K, V = kV > 0 ? kV : p.V, K4 = K / 4, V4 = V / 4;
+  const bool act = 4 * lane < K;
   const int grp = group_of(p, h0);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
@@ -73,8 +73,8 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   // The ring: stage s of warp w at hl.ring + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)][4 x nsc scales].
   // Row group gi = i nsplit + g is group g of head h0 + i; it goes to stage gi & 1.
   const int RB = K * C::kBits / 8;
-  const int nsc = head_nsc<C>(p);
-  const int SB = head_stage_bytes<C>(p, u_hp);
+  const int nsc = head_nsc<C>(p, K);
+  const int SB = head_stage_bytes<C>(p, u_hp, K);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + hl.ring) + warp * 2 * SB;
   // The groups are issued in order gi = 0, 1, 2, ...: a cursor (head ci, group cg, stage cs), no division (v12: the

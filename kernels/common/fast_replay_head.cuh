@@ -18,15 +18,20 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+// K: p.K, or the same value as a constant (replay_head's kK).
 template <class C>
-__host__ __device__ inline int head_nsc(const KParams& p) {  // scales per row in the ring
+__host__ __device__ inline int head_nsc(const KParams& p, int K) {  // scales per row in the ring
   if (C::kBlock == 0 || p.scaling == formats::Scaling::none) return 0;
-  return p.scaling == formats::Scaling::row ? 1 : (p.K + 31) / 32;
+  return p.scaling == formats::Scaling::row ? 1 : (K + 31) / 32;
 }
 template <class C>
-__host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) {  // one ring stage: 4 rows
-  return 4 * (p.K * C::kBits / 8) + (u_hp ? 16 * p.K : 0) + (16 * head_nsc<C>(p) + 15) / 16 * 16;
+__host__ __device__ inline int head_nsc(const KParams& p) { return head_nsc<C>(p, p.K); }
+template <class C>
+__host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp, int K) {  // one ring stage: 4 rows
+  return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * head_nsc<C>(p, K) + 15) / 16 * 16;
 }
+template <class C>
+__host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) { return head_stage_bytes<C>(p, u_hp, p.K); }
 // Records of the non-flush window: it never holds more than cap (the host flags n + T > cap as an early flush, and a
 // step flushes once n + 1 >= L, L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem
 // keep cap + T). v14: cap + T cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM;
@@ -47,14 +52,16 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   return f * 4 <= 160 * 1024 ? f : 0;
 }
 
-template <class C, bool kGdn, bool kHp>  // kHp: GDN replay_split u=hp (the only variant with a second row copy)
+// kK, kV (v17): the head dims as constants where the launcher found them equal (0: p.K, p.V), so that ptxas folds
+// the lane masks, loop bounds and row offsets of the real shapes (kernels/PERF_NOTES.md, ninth pass).
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0>  // kHp: GDN replay_split u=hp (a second row copy)
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta) {
-  const int nsplit = cta.nsplit;
+  const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h = cta.h, hh = b * p.H + h;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int rr0 = warp * kRPW;
-  const bool act = 4 * lane < p.K;
-  const int K = p.K, V = p.V, K4 = K / 4, V4 = V / 4;
+  const int K = kK > 0 ? kK : p.K, V = kV > 0 ? kV : p.V, K4 = K / 4, V4 = V / 4;
+  const bool act = 4 * lane < K;
   const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
@@ -81,8 +88,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   // The ring: stage s of warp w at ring_offset(..) + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)]
   // [4 x nsc scales].
   const int RB = K * C::kBits / 8;
-  const int nsc = head_nsc<C>(p);
-  const int SB = head_stage_bytes<C>(p, u_hp);
+  const int nsc = head_nsc<C>(p, K);
+  const int SB = head_stage_bytes<C>(p, u_hp, K);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod)) + warp * 2 * SB;
   const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;

@@ -74,13 +74,14 @@ __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
 // records in increasing j (emu::window_sum), the 4 rows interleaved. kFlush: the step that fills the window (u, then
 // materialise + output + HP row + encode of the warp's rows). Writes: the appended records (w = u for GDN, v for
 // Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
-template <class C, bool kGdn, bool kFlush>
+// kK, kV: the head dims as constants (replay_head's, v17), 0: p.K, p.V.
+template <class C, bool kGdn, bool kFlush, int kK = 0, int kV = 0>
 __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const Cta& cta) {
   const int b = cta.b, h = cta.h, hh = b * p.H + h, sp = cta.sp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows, rr0 = warp * kRPW;
-  const bool act = 4 * lane < p.K;
-  const int K = p.K, V = p.V, K4 = K / 4;
+  const int K = kK > 0 ? kK : p.K, V = kV > 0 ? kV : p.V, K4 = K / 4;
+  const bool act = 4 * lane < K;
   const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
