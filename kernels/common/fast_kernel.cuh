@@ -52,14 +52,17 @@ inline int host_lean() {
 
 // Minimum resident CTAs per SM the replay kernel is compiled for (register cap 65536 / (256 x this));
 // -DREPLAYSSM_REPLAY_MIN_CTAS=N overrides it for every instantiation (A/B builds in kernels/bench).
-// GDN FP32: replay_head's ring already limits it to 3 CTAs per SM, so 80 registers cost no occupancy (measured -7%);
-// FP8 and Mamba-2 fit 4 CTAs and lose 9-15% at 3 (PERF_NOTES, "fourth pass").
-template <class C, bool kGdn>
-inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32) ? 3 : 4;
+// FP8 and Mamba-2 fit 4 CTAs and lose 9-15% at 3 (PERF_NOTES, "fourth pass"). GDN FP32: where shared memory limits
+// it to 3 CTAs per SM, 80 registers cost no occupancy (v8: -7%); that is now only the group kernel (verify of 2+
+// drafts): v19 sizes the step's tables for L - 1 records (head_records), which fits 4 CTAs per SM.
+template <class C, bool kGdn, bool kGroup = false>
+inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32 && kGroup) ? 3 : 4;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_REPLAY_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
+#define REPLAYSSM_HOT_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
 #else
 #define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
+#define REPLAYSSM_HOT_BOUNDS (kReplayMinCtas<C, kGdn, kGroup>)
 #endif
 __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
   return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
@@ -143,7 +146,7 @@ __device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total)
 // v12); the CTAs of a flushing sequence return (1 / L of them in steady state). kReal (v17): the real head dims as
 // constants (real_dims).
 template <class C, bool kGdn, bool kGroup, bool kReal = false>
-__global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_hot_kernel(const __grid_constant__ KParams p) {
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   const int b = blockIdx.y;
   if (op_flushes(p, b)) return;

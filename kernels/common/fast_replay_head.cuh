@@ -36,7 +36,11 @@ __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) { r
 // step flushes once n + 1 >= L, L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem
 // keep cap + T). v14: cap + T cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM;
 // Mamba-2 T=2->3: 4->3).
-__host__ __device__ inline int head_records(const KParams& p) { return p.cap; }
+// A step (not verify) that does not flush has n + 1 < L, so its window holds at most L - 1 records (v19: at cap = 23
+// the GDN FP32 step's tables took 8 KB more, and the layout 3 CTAs per SM instead of 4).
+__host__ __device__ inline int head_records(const KParams& p) {
+  return p.op == Op::verify ? p.cap : (p.L - 1 < p.cap ? p.L - 1 : p.cap);
+}
 // The ring's offset: ring_offset, kHeadRingMod, kGroupRingMod (replay_smem.h).
 
 // Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
