@@ -84,11 +84,12 @@ inline constexpr int kExactFlushHint = -2;
 void set_fast_flush_hint(int n);
 int fast_flush_hint();
 // The rule behind it (host only, tested on the CPU): the largest power of two that divides H / G, so that the CTA's
-// heads share one group; with cap > 0 at most cap, for any op and batch; with cap = 0 only for ops of at least
-// kMinGroupDrafts drafts (verify: the shared dots grow with T; for one draft the per-head kernel was faster, PERF_NOTES
-// v12), halved while the non-flush grid would have fewer than kMinGroupCtasPerSm working CTAs per SM on `sms` SMs.
+// heads share one group; with cap > 0 at most cap, for any op and batch; with cap = 0 only for verify ops (drafts >=
+// kMinGroupDrafts; a step passes drafts = 0: for the step the per-head kernel was faster, PERF_NOTES v12 and ninth
+// pass; since v21 verify of one draft groups too), halved while the non-flush grid would have fewer than
+// kMinGroupCtasPerSm working CTAs per SM on `sms` SMs.
 inline constexpr int kMinGroupCtasPerSm = 8;
-inline constexpr int kMinGroupDrafts = 2;
+inline constexpr int kMinGroupDrafts = 1;
 inline int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
   if (G <= 0 || H <= 0 || H % G != 0) return 1;
   const int per = H / G;
@@ -112,12 +113,13 @@ int fast_kernel_split();
 // sequences' row slices in one kernel, then the non-flush op with one CTA per head or group in another); false = the
 // combined kernel (every path in one grid of 32-row CTAs, per head: v12 without its group path, which only the split
 // layout has). The split kernels give the non-flush code its own register allocation and launch no CTA only to return,
-// but run the flushes apart from the rest: a win for verify of 2+ drafts (few flushes, and the group path) and for
-// low-precision checkpoints (their non-flush code spilled in the combined kernel), a loss for the FP32 one-draft step
-// (its 1 / L flushes no longer hide behind the other CTAs) and for the u=recompute step (heavier flushes). u=recompute
-// verify of 2+ drafts splits, to keep v12's group path (not measured in either layout).
+// but run the flushes apart from the rest: a win for verify (few flushes, and the group path; v13 for 2+ drafts, v21
+// for one draft too) and for low-precision checkpoints (their non-flush code spilled in the combined kernel), a loss
+// for the FP32 step (its 1 / L flushes no longer hide behind the other CTAs) and for the u=recompute step (heavier
+// flushes). drafts: the verify op's draft count, 0 for a step. u=recompute verify splits, to keep v12's group path (not
+// measured in either layout).
 inline bool kernel_split_rule(int state_bits, int drafts, bool recompute) {
-  if (drafts >= 2) return true;
+  if (drafts >= 1) return true;
   if (recompute) return false;
   return state_bits < 32;
 }

@@ -195,7 +195,7 @@ inline bool host_kernel_split(int state_bits, const KParams& p) {
   const int force = fast_kernel_split();
   if (force >= 0) return force == 1;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  return kernel_split_rule(state_bits, p.op == Op::verify ? p.T : 1, rec);
+  return kernel_split_rule(state_bits, p.op == Op::verify ? p.T : 0, rec);
 }
 
 // Heads per CTA of the non-flush op (v12): kern::group_heads_rule (decode_kernel.h) on the current device's SM count
@@ -210,7 +210,7 @@ inline int sm_count() {
   return v;
 }
 inline int group_heads_for(const KParams& p) {
-  return group_heads_rule(p.B, p.G, p.H, p.op == Op::verify ? p.T : 1, fast_group_heads(), sm_count());
+  return group_heads_rule(p.B, p.G, p.H, p.op == Op::verify ? p.T : 0, fast_group_heads(), sm_count());
 }
 
 // Dynamic shared memory of the flush paths (replay_lean, replay_flush) in bytes.

@@ -40,13 +40,13 @@ __device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* c
   }
   w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
 }
-// kFast: E4M3 through formats::e4m3_decode4_scaled (v10), except in replay_head's u=hp rows, where its registers made
-// ptxas spill (+29%, PERF_NOTES v10).
+// kFast: E4M3 four codes at once (v10: formats::e4m3_decode4_scaled; v20: its hardware form hw_e4m3_decode4_scaled,
+// hw_convert.cuh), except in replay_head's u=hp rows, where v10's registers made ptxas spill (+29%, PERF_NOTES v10).
 template <class C, bool kFast = true>
 __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
   if constexpr (kFast && C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
     F4 y;
-    if (formats::e4m3_decode4_scaled(w.c[0], scaled<C>(p) ? w.s : 1.0f, y.x)) return y;
+    if (formats::hw_e4m3_decode4_scaled(w.c[0], scaled<C>(p) ? w.s : 1.0f, y.x)) return y;  // v20
   }
   std::uint32_t c[4];
   if constexpr (C::kBits == 32) {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "emulation/decode_math.h"
-#include "formats/hw_rne.cuh"
+#include "formats/hw_convert.cuh"
 #include "formats/state_codec.h"
 #include "kernels/common/decode_kernel.h"
 #include "kernels/common/replay_smem.h"
@@ -149,7 +149,7 @@ __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* c
   if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
     const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(codes + std::size_t(r) * p.K + 4 * lane);
     const float s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
-    if (formats::e4m3_decode4_scaled(w, s, y.x)) return y;
+    if (formats::hw_e4m3_decode4_scaled(w, s, y.x)) return y;  // v20: the hardware conversion, same bits
   }
   std::uint32_t c[4];
   load_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * lane, c);
@@ -189,7 +189,7 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   if (act) {
     std::uint32_t c[4];
     bool done = false;
-    if constexpr (formats::kHwRnePair<C::kFormat>) {  // v16: the hardware pair conversion, same bits (hw_rne.cuh)
+    if constexpr (formats::kHwRnePair<C::kFormat>) {  // v16: the hardware pair conversion, same bits (hw_convert.cuh)
       if (p.rounding == formats::Rounding::rne) {
         formats::hw_rne_encode2<C::kFormat>(xs.x[0], xs.x[1], c[0], c[1]);
         formats::hw_rne_encode2<C::kFormat>(xs.x[2], xs.x[3], c[2], c[3]);

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cuda_oracle.h"
-#include "formats/hw_rne.cuh"
+#include "formats/hw_convert.cuh"
 #include "formats/state_codec.h"
 #include "state_combos.h"
 
@@ -81,7 +81,7 @@ __global__ void state_kernel(const float* x, int H, int V, int K, uint8_t* codes
   }
 }
 
-// Every float32 pattern u through the kernels' hardware RNE pairs (hw_rne.cuh), in slot 0 and in slot 1, against
+// Every float32 pattern u through the kernels' hardware RNE pairs (hw_convert.cuh), in slot 0 and in slot 1, against
 // the software encode of minifloat.h on the device: per format, the mismatch count and the smallest bad pattern.
 template <FormatId F>
 __device__ void pair_check(float x0, float x1, uint32_t u0, uint32_t u1, uint32_t sw0, uint32_t sw1, int f,
@@ -108,23 +108,63 @@ __global__ void hw_pair_kernel(unsigned long long* bad, uint32_t* first) {
   }
 }
 
+// Every word of four E4M3 codes through the kernels' hardware decode (hw_e4m3_decode4_scaled) at each scale of
+// kDecodeScales, against mul_rn(e4m3_decode(code), s) on the device: wrong values (or a refusal of a word without a NaN
+// code, or an acceptance of one with) are counted, with the smallest bad word.
+__constant__ float kDecodeScales[] = {1.0f, 0.37f, -2.5f, 0x1p-140f, 3.0e5f, 1.0e38f};
+constexpr int kNumDecodeScales = sizeof(kDecodeScales) / sizeof(float);
+__global__ void hw_decode_kernel(unsigned long long* bad, uint32_t* first) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (std::size_t{1} << 32);
+       i += stride) {
+    const uint32_t w = static_cast<uint32_t>(i);
+    bool nan_code = false;
+    for (int e = 0; e < 4; ++e) nan_code |= ((w >> (8 * e)) & 0x7Fu) == 0x7Fu;
+    for (int k = 0; k < kNumDecodeScales; ++k) {
+      const float s = kDecodeScales[k];
+      float out[4];
+      const bool ok = hw_e4m3_decode4_scaled(w, s, out);
+      bool wrong = ok == nan_code;
+      for (int e = 0; e < 4 && ok && !nan_code; ++e)
+        wrong |= __float_as_uint(out[e]) !=
+                 __float_as_uint(mul_rn(formats::e4m3_decode(static_cast<uint8_t>(w >> (8 * e))), s));
+      if (wrong) {
+        atomicAdd(bad, 1ull);
+        atomicMin(first, w);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-void device_hw_rne_pairs(unsigned long long (&bad)[kHwPairFormats], uint32_t (&first_bad)[kHwPairFormats]) {
+namespace {
+// Runs a counting kernel (bad[n] from 0, first[n] from 0xFFFFFFFF, grid-strided over all inputs) and copies both back.
+void run_counting(void (*kernel)(unsigned long long*, uint32_t*), const char* name, int n, unsigned long long* bad,
+                  uint32_t* first_bad) {
   unsigned long long* dbad = nullptr;
   uint32_t* dfirst = nullptr;
-  check(cudaMalloc(&dbad, sizeof bad), "cudaMalloc");
-  check(cudaMalloc(&dfirst, sizeof first_bad), "cudaMalloc");
-  check(cudaMemset(dbad, 0, sizeof bad), "cudaMemset");
-  check(cudaMemset(dfirst, 0xFF, sizeof first_bad), "cudaMemset");
+  check(cudaMalloc(&dbad, n * sizeof *bad), "cudaMalloc");
+  check(cudaMalloc(&dfirst, n * sizeof *first_bad), "cudaMalloc");
+  check(cudaMemset(dbad, 0, n * sizeof *bad), "cudaMemset");
+  check(cudaMemset(dfirst, 0xFF, n * sizeof *first_bad), "cudaMemset");
   int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
-  hw_pair_kernel<<<sms * 8, 256>>>(dbad, dfirst);
-  check(cudaGetLastError(), "hw_pair_kernel");
-  check(cudaMemcpy(bad, dbad, sizeof bad, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  check(cudaMemcpy(first_bad, dfirst, sizeof first_bad, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  kernel<<<sms * 8, 256>>>(dbad, dfirst);
+  check(cudaGetLastError(), name);
+  check(cudaMemcpy(bad, dbad, n * sizeof *bad, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaMemcpy(first_bad, dfirst, n * sizeof *first_bad, cudaMemcpyDeviceToHost), "cudaMemcpy");
   cudaFree(dbad);
   cudaFree(dfirst);
+}
+}  // namespace
+
+void device_hw_e4m3_decode(unsigned long long& bad, uint32_t& first_bad) {
+  run_counting(hw_decode_kernel, "hw_decode_kernel", 1, &bad, &first_bad);
+}
+
+void device_hw_rne_pairs(unsigned long long (&bad)[kHwPairFormats], uint32_t (&first_bad)[kHwPairFormats]) {
+  run_counting(hw_pair_kernel, "hw_pair_kernel", kHwPairFormats, bad, first_bad);
 }
 
 bool device_available(std::string& why) {

@@ -2,7 +2,8 @@
 // (__float2bfloat16_rn, __float2half_rn, __nv_cvt_float_to_fp8 satfinite, __nv_fp4_e2m1) give the bits of
 // src/formats on the CPU; src/formats compiled for the GPU gives the CPU's bits (RNE and SR); every head-state
 // codec gives the same packed codes, scales and decoded floats on the GPU as on the CPU; the kernels' hardware RNE
-// pairs (src/formats/hw_rne.cuh) equal the software encode on all 2^32 patterns.
+// pairs (src/formats/hw_convert.cuh) equal the software encode on all 2^32 patterns, its E4M3 decode the codec on
+// every word of four codes.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -80,6 +81,15 @@ TEST_CASE("the kernels' hardware RNE pairs equal the codecs on every float32 pat
     INFO(names[f] << ": smallest bad pattern 0x" << std::hex << first[f]);
     CHECK(bad[f] == 0);
   }
+}
+
+TEST_CASE("the kernels' hardware E4M3 decode equals the codec on every word of four codes", "[formats][gpu]") {
+  require_device();
+  unsigned long long bad = 0;
+  uint32_t first = 0;
+  co::device_hw_e4m3_decode(bad, first);
+  INFO("smallest bad word 0x" << std::hex << first);
+  CHECK(bad == 0);
 }
 
 TEST_CASE("every head-state codec packs the same bytes on the GPU as on the CPU", "[formats][gpu]") {

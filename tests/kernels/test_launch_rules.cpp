@@ -28,15 +28,15 @@ TEST_CASE("group heads: a power of two dividing H / G, so that a CTA's heads sha
   CHECK(group_heads_rule(256, 8, 128, 8, 3, 132) == 2);     // a cap that is no power of two rounds down
 }
 
-TEST_CASE("group heads: the automatic rule groups multi-draft ops and keeps the grid full", "[kernels]") {
+TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid full", "[kernels]") {
   const int sms = 132;
   const auto enough = [&](int B, int H, int g) {
     return static_cast<long long>(B) * H / g >= kMinGroupCtasPerSm * sms;
   };
   for (const int B : {1, 2, 16, 64, 256, 512}) {
     for (const auto& gh : {std::pair<int, int>{16, 32}, {8, 128}}) {
-      CHECK(group_heads_rule(B, gh.first, gh.second, 1, 0, sms) == 1);  // one draft: a CTA per head
-      for (const int T : {kMinGroupDrafts, 8}) {
+      CHECK(group_heads_rule(B, gh.first, gh.second, 0, 0, sms) == 1);  // a step: a CTA per head
+      for (const int T : {kMinGroupDrafts, 2, 8}) {
         const int g = group_heads_rule(B, gh.first, gh.second, T, 0, sms);
         INFO("B " << B << " G " << gh.first << " H " << gh.second << " T " << T << " -> " << g);
         CHECK(g >= 1);
@@ -49,22 +49,23 @@ TEST_CASE("group heads: the automatic rule groups multi-draft ops and keeps the 
   CHECK(group_heads_rule(1, 8, 128, 8, 0, sms) == 1);     // batch 1: a CTA per head
   CHECK(group_heads_rule(256, 8, 128, 8, 0, sms) == 16);  // the bench's B = 256 verify: whole groups
   CHECK(group_heads_rule(256, 16, 32, 8, 0, sms) == 2);
-  CHECK(group_heads_rule(256, 16, 32, 1, 0, sms) == 1);   // the bench's B = 256 decode step: a CTA per head
+  CHECK(group_heads_rule(256, 16, 32, 0, 0, sms) == 1);   // the bench's B = 256 decode step: a CTA per head
+  CHECK(group_heads_rule(256, 8, 128, 1, 0, sms) == 16);  // verify of one draft groups too (v21)
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
-  // PERF_NOTES "seventh pass": split for verify of >= 2 drafts (the group path lives there, u=recompute included) and
-  // for low-precision checkpoints; combined for the FP32 one-draft step (decode and verify T = 1) and for the
-  // u=recompute one-draft step.
-  CHECK_FALSE(kernel_split_rule(32, 1, false));
-  for (const int T : {2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
+  // PERF_NOTES "seventh pass" and "ninth pass": split for verify (the group path lives there, u=recompute included;
+  // drafts = T) and for low-precision checkpoints; combined for the FP32 step (drafts = 0) and the u=recompute step.
+  CHECK_FALSE(kernel_split_rule(32, 0, false));
+  for (const int T : {1, 2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
   for (const int bits : {4, 8, 16}) {
+    CHECK(kernel_split_rule(bits, 0, false));
     CHECK(kernel_split_rule(bits, 1, false));
     CHECK(kernel_split_rule(bits, 8, false));
   }
   for (const int bits : {8, 32}) {
-    CHECK_FALSE(kernel_split_rule(bits, 1, true));
-    for (const int T : {2, 8}) CHECK(kernel_split_rule(bits, T, true));
+    CHECK_FALSE(kernel_split_rule(bits, 0, true));
+    for (const int T : {1, 2, 8}) CHECK(kernel_split_rule(bits, T, true));
   }
 }
 
