@@ -3,9 +3,10 @@
 # launch, staggered buffer positions, so 1/16 of the heads flush), with per-SASS-instruction counts correlated to the
 # CUDA source lines (build with -DCMAKE_CUDA_FLAGS=-lineinfo; it does not change the generated code).
 # Usage on the device: bash kernels/bench/profile_replay.sh BIN_DIR OUT_DIR [policy] [format] [arches] [bench options]
-# Writes OUT_DIR/replay_<arch>.txt (details page) and replay_<arch>_source.csv.gz (source page, cuda,sass).
+# Writes OUT_DIR/replay_<arch>.txt (details page) and replay_<arch>_source.csv.gz (source page, cuda,sass);
+# kernels/bench/source_profile.py summarises the latter (per line, per file, per SASS opcode).
 # The profiled launch is the combined replay_kernel or, where the v13 split layout runs (kern::kernel_split_rule: FP8,
-# verify of 2+ drafts), its non-flush replay_hot_kernel (kernels/bench/kernel_times.sh times the flush kernel too).
+# every verify op), its non-flush replay_hot_kernel (kernels/bench/kernel_times.sh times the flush kernel too).
 # PROFILE_KERNEL (an ncu name regex, default the non-flush kernels) picks another launch, e.g. replay_flush_kernel;
 # PROFILE_TAG names its files (replay_<tag><arch>...).
 set -uo pipefail

@@ -22,7 +22,8 @@
 // replay_flush (not inlined). PERF_NOTES.md: "second pass" (v3-v5), "third pass" (v6-v7), "fourth pass" (v8-v9),
 // "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift), "sixth pass" (v12:
 // verify ops of T >= 2 drafts run replay_group, the heads of one key group per CTA, sharing k, q and the dots; since
-// v13 in the split layout only).
+// v13 in the split layout only; since v21 verify of one draft too), "ninth pass" (v16-v21: hardware conversions,
+// the real head dims as constants, the step's tables for L - 1 records).
 // v13 (seventh pass): where replay_head applies and kern::kernel_split_rule says so, two kernels per op instead of the
 // combined replay_kernel: replay_flush_kernel (the flushing sequences' row slices, found on the device), then
 // replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only
@@ -53,8 +54,10 @@ inline int host_lean() {
 // Minimum resident CTAs per SM the replay kernel is compiled for (register cap 65536 / (256 x this));
 // -DREPLAYSSM_REPLAY_MIN_CTAS=N overrides it for every instantiation (A/B builds in kernels/bench).
 // FP8 and Mamba-2 fit 4 CTAs and lose 9-15% at 3 (PERF_NOTES, "fourth pass"). GDN FP32: where shared memory limits
-// it to 3 CTAs per SM, 80 registers cost no occupancy (v8: -7%); that is now only the group kernel (verify of 2+
-// drafts): v19 sizes the step's tables for L - 1 records (head_records), which fits 4 CTAs per SM.
+// it to 3 CTAs per SM, 80 registers cost no occupancy (v8: -7%). v19 sizes the step's tables for L - 1 records
+// (head_records), which fits 4 CTAs per SM, so only the group kernel keeps 80 registers. Still held at 3 or fewer by
+// shared memory, and now at 64 registers, not measured (PERF_NOTES ninth pass): per-head verify (cap records; the
+// default below B = 66 for GDN) and FP32 split u=hp (the HP ring).
 template <class C, bool kGdn, bool kGroup = false>
 inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32 && kGroup) ? 3 : 4;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
@@ -79,7 +82,7 @@ template <bool kGdn>
 inline bool real_dims(const KParams& p) { return p.K == kRealK<kGdn> && p.V == kRealV<kGdn>; }
 
 // The combined kernel (v5-v12's dispatch, every path in one grid (nsplit, H, B)): where kern::kernel_split_rule picks
-// it (the FP32 one-draft step, u=recompute: their flushes hide behind the other CTAs here), where replay_head's shared
+// it (the FP32 step and the u=recompute step: their flushes hide behind the other CTAs here), where replay_head's shared
 // memory does not fit, where REPLAYSSM_LEAN turns the head path off, and with REPLAYSSM_KERNEL_SPLIT=0.
 template <class C, bool kGdn, bool kReal = false>  // kReal: the real head dims as constants (real_dims)
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kernel(const __grid_constant__ KParams p) {

@@ -11,8 +11,8 @@ inline constexpr int kWarps = 8;
 inline constexpr int kRPW = 4;                // rows per warp
 inline constexpr int kRows = kWarps * kRPW;   // rows per CTA
 
-// NR records: cap + T in the flush paths (an early flush stages the old window and the drafts), cap in the non-flush
-// replay_head / replay_group (head_records, fast_replay_head.cuh).
+// NR records: cap + T in the flush paths (an early flush stages the old window and the drafts); in the non-flush
+// replay_head / replay_group cap for verify and L - 1 for a step (head_records, fast_replay_head.cuh).
 struct Smem {
   int NR, T, K;
   bool rec;  // u = recompute

@@ -59,6 +59,17 @@ std::vector<Case> cases_for(int L, int D, bool full, int long_steps) {
     c.ops.push_back(Op{});
     cs.push_back(c);
   }
+  {
+    // Verify of one draft (the tuned kernels run it grouped, in the split layout): accepted drafts take the window past
+    // L - 1 records without a flush (a step would have flushed), then a rejected one, then steps that flush.
+    Case c{"verify T=1", steps(L - 2), -2.0, -0.01, false};
+    c.ops.push_back(Op{1, true, 1});
+    c.ops.push_back(Op{1, true, 1});
+    c.ops.push_back(Op{1, true, 0});
+    c.ops.push_back(Op{});
+    c.ops.push_back(Op{});
+    cs.push_back(c);
+  }
   if (full) {
     // Fill the buffer to capacity with accepted drafts, then a verify that must flush early first.
     Case c{"verify overflow", steps(L - 1), -2.0, -0.01, false};

@@ -31,7 +31,8 @@ struct Case {
   double g_lo = -2.0, g_hi = -0.01;  // log-decay range of the random inputs
   bool zero_init = false;
 };
-// The case list: "full" (every awkward case) or "quick" (T=1, L+1, long, one verify). long_steps sizes "long".
+// The case list: "full" (every awkward case) or "quick" (T=1, L+1, long, one verify, a one-draft verify). long_steps
+// sizes "long".
 std::vector<Case> cases_for(int L, int max_drafts, bool full, int long_steps);
 // L - 1 steps, a verify of max_drafts drafts accepting max_drafts - 1 (sequence 0) and max_drafts (sequence 1), so
 // that both buffers are nearly full, then a verify of min(4, max_drafts) drafts that flushes early in sequences 0 and 1

@@ -71,10 +71,10 @@ TEST_CASE("kernel layout: the split kernels where they measured faster", "[kerne
 
 TEST_CASE("shared-memory layout: every table inside, none overlapping, 16-byte rows, the ring where measured",
           "[kernels]") {
-  // The flush paths' layout (cap + T records, every table) and the non-flush one (cap records, no flush-only tables,
-  // skip rows only with a skip input) over the shapes the launcher accepts (K <= 128, K % 4 == 0, V <= 256, cap <= 64,
-  // cap + T <= 256). The GPU tests check the results on a few shapes; this checks the offsets on all of them, so a
-  // table that grows into its neighbour fails here first.
+  // The flush paths' layout (cap + T records, every table) and the non-flush one (cap records, the most it holds: a
+  // step's L - 1 is fewer; no flush-only tables, skip rows only with a skip input) over the shapes the launcher
+  // accepts (K <= 128, K % 4 == 0, V <= 256, cap <= 64, cap + T <= 256). The GPU tests check the results on a few
+  // shapes; this checks the offsets on all of them, so a table that grows into its neighbour fails here first.
   using replayssm::kern::fast::kGroupRingMod;
   using replayssm::kern::fast::kHeadRingMod;
   using replayssm::kern::fast::kRows;
