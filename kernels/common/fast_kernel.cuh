@@ -80,6 +80,11 @@ template <bool kGdn>
 inline constexpr int kRealV = kGdn ? 128 : 64;  // Qwen3.5 GDN V = 128, Nemotron-H Mamba-2 P = 64
 template <bool kGdn>
 inline bool real_dims(const KParams& p) { return p.K == kRealK<kGdn> && p.V == kRealV<kGdn>; }
+// The kK / kV arguments of the replay paths: the real dims, or 0 (p.K, p.V at run time).
+template <bool kGdn, bool kReal>
+inline constexpr int kDimK = kReal ? kRealK<kGdn> : 0;
+template <bool kGdn, bool kReal>
+inline constexpr int kDimV = kReal ? kRealV<kGdn> : 0;
 
 // The combined kernel (v5-v12's dispatch, every path in one grid (nsplit, H, B)): where kern::kernel_split_rule picks
 // it (the FP32 step and the u=recompute step: their flushes hide behind the other CTAs here), where replay_head's shared
@@ -87,7 +92,7 @@ inline bool real_dims(const KParams& p) { return p.K == kRealK<kGdn> && p.V == k
 template <class C, bool kGdn, bool kReal = false>  // kReal: the real head dims as constants (real_dims)
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
-  constexpr int kDimK = kReal ? kRealK<kGdn> : 0, kDimV = kReal ? kRealV<kGdn> : 0;
+  constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
   const Cta cta{int(blockIdx.z), int(blockIdx.y), int(blockIdx.x), int(gridDim.x)};
   const bool flush = op_flushes(p, cta.b);
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
@@ -96,16 +101,16 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kern
     if (p.head_floats > 0) {  // set by the launcher where replay_head's shared memory fits (and REPLAYSSM_LEAN & 4)
       const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
       if (blockIdx.x == 0) {
-        if (hp) replay_head<C, kGdn, kGdn, kDimK, kDimV>(p, sm, cta);
-        else replay_head<C, kGdn, false, kDimK, kDimV>(p, sm, cta);
+        if (hp) replay_head<C, kGdn, kGdn, kK, kV>(p, sm, cta);
+        else replay_head<C, kGdn, false, kK, kV>(p, sm, cta);
       }
       return;  // the other CTAs of the head have nothing to do
     }
-    replay_lean<C, kGdn, false, kDimK, kDimV>(p, sm, cta);
+    replay_lean<C, kGdn, false, kK, kV>(p, sm, cta);
     return;
   }
   if ((lean & 2) && p.V % 4 == 0 && p.early[cta.b] == 0 && !recompute) {
-    replay_lean<C, kGdn, true, kDimK, kDimV>(p, sm, cta);  // step flush
+    replay_lean<C, kGdn, true, kK, kV>(p, sm, cta);  // step flush
   } else {
     replay_flush<C, kGdn>(p, sm, cta);  // early flush (verify), u=recompute flush
   }
@@ -155,13 +160,13 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
   if (op_flushes(p, b)) return;
   const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
   const Cta cta{b, int(blockIdx.x) * (kGroup ? p.group_heads : 1), 0, (p.V + kRows - 1) / kRows};
-  constexpr int kDimK = kReal ? kRealK<kGdn> : 0, kDimV = kReal ? kRealV<kGdn> : 0;
+  constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
   if constexpr (kGroup) {
-    if (hp) replay_group<C, kGdn, kGdn, kDimK, kDimV>(p, sm, cta);
-    else replay_group<C, kGdn, false, kDimK, kDimV>(p, sm, cta);
+    if (hp) replay_group<C, kGdn, kGdn, kK, kV>(p, sm, cta);
+    else replay_group<C, kGdn, false, kK, kV>(p, sm, cta);
   } else {
-    if (hp) replay_head<C, kGdn, kGdn, kDimK, kDimV>(p, sm, cta);
-    else replay_head<C, kGdn, false, kDimK, kDimV>(p, sm, cta);
+    if (hp) replay_head<C, kGdn, kGdn, kK, kV>(p, sm, cta);
+    else replay_head<C, kGdn, false, kK, kV>(p, sm, cta);
   }
 }
 
@@ -175,7 +180,7 @@ template <class C, bool kGdn, bool kReal = false>  // kReal: the step flush at t
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     replay_flush_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
-  constexpr int kDimK = kReal ? kRealK<kGdn> : 0, kDimV = kReal ? kRealV<kGdn> : 0;
+  constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   const int nsplit = (p.V + kRows - 1) / kRows, per = p.H * nsplit;
   int total = -1;  // flushing sequences, once a scan has seen them all
@@ -186,7 +191,7 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     if (b < 0) return;
     const Cta cta{b, r / nsplit, r - (r / nsplit) * nsplit, nsplit};
     if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute)
-      replay_lean<C, kGdn, true, kDimK, kDimV>(p, sm, cta);
+      replay_lean<C, kGdn, true, kK, kV>(p, sm, cta);
     else replay_flush<C, kGdn>(p, sm, cta);
     __syncthreads();  // shared memory is reused by the next item
   }
@@ -266,13 +271,13 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       return cudaMemcpyToSymbol(g_lean, &v, sizeof v) == cudaSuccess;
     }();
     if (!lean_set) return int(cudaErrorInvalidValue);
+    const bool real = real_dims<kGdn>(p);
     if (p.head_floats > 0 && split) {  // v13: the flush kernel and the non-flush kernel
       note_split_launch();  // the tests check that the split layout ran where they force it
       const std::size_t fsm = flush_smem_bytes(p);
       const long long per = static_cast<long long>(p.H) * nsplit;
       const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;
       const unsigned fgrid = unsigned(seqs * per);  // 0: the caller knows that none flushes, no flush kernel
-      const bool real = real_dims<kGdn>(p);
       auto* hot = p.group_heads > 1 ? (real ? replay_hot_kernel<C, kGdn, true, true> : replay_hot_kernel<C, kGdn, true>)
                   : real            ? replay_hot_kernel<C, kGdn, false, true>
                                     : replay_hot_kernel<C, kGdn, false>;
@@ -290,7 +295,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
       return int(cudaSuccess);
     }
-    auto* combined = real_dims<kGdn>(p) ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
+    auto* combined = real ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
     const cudaError_t e = cudaFuncSetAttribute(combined, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
     if (e != cudaSuccess) return int(e);
     combined<<<dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), kThreads, sm, s>>>(p);

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "formats/format_id.h"
+#include "formats/minifloat.h"
 
 namespace replayssm::formats {
 
@@ -42,7 +43,7 @@ __device__ __forceinline__ void hw_rne_encode2(float x0, float x1, std::uint32_t
 // The bits of mul_rn(e4m3_decode(c_e), s) for the four codes of w (code e in byte e), as e4m3_decode4_scaled, for any
 // s; false (out unspecified) where a code is NaN (0x7F / 0xFF), whose canonical NaN the caller's per-code path gives.
 __device__ __forceinline__ bool hw_e4m3_decode4_scaled(std::uint32_t w, float s, float (&out)[4]) {
-  if ((((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0u) return false;  // a byte's low 7 bits all set
+  if (e4m3_word_has_nan(w)) return false;
   const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xFFFFu), __NV_E4M3);
   const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3);
   out[0] = __fmul_rn(__half2float(__ushort_as_half(lo.x)), s);

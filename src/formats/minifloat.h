@@ -167,10 +167,11 @@ REPLAYSSM_HD float e4m3_decode(uint8_t c) {
 // s 2^120 not finite (|s| >= 2^8, Inf, NaN); the caller then decodes code by code. The kernels' hot decode (about
 // 4 instructions per code instead of 10; kernels/PERF_NOTES.md, v10). (The uint32 -> int32 conversion wraps and
 // t >> 4 on a negative int32 is arithmetic: GCC, Clang and NVCC define both so, C++20 requires them.)
+// Whether a word of four E4M3 codes holds a NaN code (0x7F / 0xFF): a byte's low 7 bits all set carry into its top bit.
+REPLAYSSM_HD bool e4m3_word_has_nan(uint32_t w) { return (((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0u; }
 REPLAYSSM_HD bool e4m3_decode4_scaled(uint32_t w, float s, float (&out)[4]) {
   const float s2 = mul_rn(s, 0x1p120f);
-  const bool nan_code = (((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0u;  // a byte's low 7 bits all set
-  if (nan_code || (float_to_bits(s2) & 0x7FFFFFFFu) >= 0x7F800000u) return false;
+  if (e4m3_word_has_nan(w) || (float_to_bits(s2) & 0x7FFFFFFFu) >= 0x7F800000u) return false;
   for (int e = 0; e < 4; ++e) {
     const int32_t t = static_cast<int32_t>(w << (24 - 8 * e));  // code e in the top byte
     out[e] = mul_rn(bits_to_float(static_cast<uint32_t>(t >> 4) & 0x87F00000u), s2);
