@@ -2,7 +2,8 @@
 # One device call for a kernel release (issue 5): the GPU tests, validate, the shipped bench samples
 # (experiments/samples/bench_h200_*), then compute-sanitizer memcheck of the split layout and racecheck of the grouped
 # layout in parallel, until the deadline. Usage on the device (repository root): bash kernels/bench/run_release_checks.sh
-# BIN_DIR [LIMIT_S (default 565)]. Writes out/fin (summary.txt, logs, bench .h5/.csv, sanitizer summaries) and, where
+# BIN_DIR [LIMIT_S (default 565)]; REL_RC_LAYOUT=combined|split|group (default group): the layout racecheck runs.
+# Writes out/fin (summary.txt, logs, bench .h5/.csv, sanitizer summaries) and, where
 # $OUT is set, out/fin as one tar into $OUT.
 set -uo pipefail
 bin=$(cd "${1:?usage: run_release_checks.sh BIN_DIR [LIMIT_S]}" && pwd) || exit 2
@@ -32,9 +33,10 @@ san() {  # layout tool sets dir
     SAN_JOBS_memcheck=8 SAN_JOBS_racecheck=8 SAN_LIMIT_S=$L bash scripts/gpu_checks.sh "$bin" "$F/$4" > /dev/null 2>&1
 }
 san split memcheck "sanitize real-head formats" mc_split &
-san group racecheck "real-head sanitize" rc_group &
+rc=rc_${REL_RC_LAYOUT:-group}
+san "${REL_RC_LAYOUT:-group}" racecheck "real-head sanitize" "$rc" &
 wait
-for d in mc_split rc_group; do
+for d in mc_split "$rc"; do
   grep -h "compute-sanitizer" "$F/$d/summary.txt" | sed "s/^/$d: /; s/ test_cuda_kernels / /" >> "$S"
 done
 log "done"

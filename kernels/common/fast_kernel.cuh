@@ -23,7 +23,8 @@
 // "fifth pass" (v10-v11: E4M3 decode by formats::e4m3_decode4_scaled; the group index by a shift), "sixth pass" (v12:
 // verify ops of T >= 2 drafts run replay_group, the heads of one key group per CTA, sharing k, q and the dots; since
 // v13 in the split layout only; since v21 verify of one draft too), "ninth pass" (v16-v21: hardware conversions,
-// the real head dims as constants, the step's tables for L - 1 records).
+// the real head dims as constants, the step's tables for L - 1 records), "tenth pass" (v22: replay_head's row dots one
+// row per 8 lanes, stage_row_dots).
 // v13 (seventh pass): where replay_head applies and kern::kernel_split_rule says so, two kernels per op instead of the
 // combined replay_kernel: replay_flush_kernel (the flushing sequences' row slices, found on the device), then
 // replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only

@@ -196,6 +196,8 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     }
 
     // 4a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
+    //     4 rows per lane (bfly_sum4), unlike replay_head's stage_row_dots since v22: with T drafts one row per 8 lanes
+    //     was 4-10% slower here (4 loads of q_t, k_t per draft; ptxas spilled in the draft loop).
     for (int g = 0; g < nsplit; ++g) {
       const int gi = i * nsplit + g;
       if (g > 0) cp_async_wait<1>();  // group gi landed (this thread's copies); the warp barrier shows the others'
@@ -226,7 +228,10 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
                                                                                       ? 0
                                                                                       : lane / 8)]
                                : 1.0f;
-            S[e] = decode_raw<C, !kHp>(p, w);
+            if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // v22: no NaN test (the values only feed dots)
+              formats::hw_e4m3_decode4_scaled_arith(w.c[0], scaled<C>(p) ? w.s : 1.0f, S[e].x);
+            else
+              S[e] = decode_raw<C>(p, w);
             if constexpr (kHp) Sh[e] = ld4(reinterpret_cast<const float*>(st + oHP) + e * K + 4 * lane);
           }
         }

@@ -32,6 +32,83 @@ __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp, int
 }
 template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) { return head_stage_bytes<C>(p, u_hp, p.K); }
+// v22: where ring rows are 128 B (E4M3 at K = 128), byte b of row i is stored at chunk (b / 16) ^ 2 i of the row, so
+// that 3a's 4-byte loads of one column of virtual lanes (lanes 8 i + j, rows 128 B apart) hit 32 distinct banks
+// instead of 4-way conflicts. RB: bytes per row.
+__host__ __device__ constexpr int head_ring_byte(int RB, int i, int b) {
+  return RB == 128 ? (((b >> 4) ^ (2 * i)) << 4) | (b & 15) : b;
+}
+// The warp's 4 rows of codes (4 RB bytes from src) into a ring stage, in head_ring_byte's order.
+__device__ __forceinline__ void ring_copy_codes(std::uint8_t* st, const std::uint8_t* src, int RB, int lane) {
+  if (RB == 128) {  // one chunk per lane: row lane / 8
+    const int i = lane >> 3;
+    cp_async16(st + 128 * i + head_ring_byte(128, i, 16 * (lane & 7)), src + 16 * lane);
+    return;
+  }
+#pragma unroll 4
+  for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+}
+// One ring stage (the warp's 4 rows: codes, HP rows for u=hp, scales) -> S_c q_t, S_c k_t (canonical trees) of drafts
+// t < nd into sDq / sDk [t][R] (the warp's first row). v22: one row per 8 lanes, lane 8 ri + rj holding the tree's
+// virtual lanes v = rj + 8 m (elements 4 v .. 4 v + 3) of row ri: bfly_sum_row8 gives bfly_sum4's sums in half the
+// shuffles and without its selects, a row's scale is loaded once (row scaling), and E4M3 words decode without the NaN
+// test (the values only feed dots). sKn: the staged k of draft 0 (sK + n K). v6-v21: 4 rows per lane (bfly_sum4).
+template <class C, bool kGdn, bool kHp>
+__device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint8_t* st, int RB, int oHP, int oSC,
+                                               int nsc, int K, int lane, const float* sQ, const float* sKn, int nd,
+                                               int R, float* sDq, float* sDk) {
+  const int ri = lane >> 3, rj = lane & 7;
+  const bool sc = scaled<C>(p), sc_row = p.scaling == formats::Scaling::row;
+  const std::uint8_t* row = st + ri * RB;
+  const float* scs = reinterpret_cast<const float*>(st + oSC) + ri * nsc;
+  const float s_row = sc && sc_row ? scs[0] : 1.0f;
+  F4 S[4], Sh[kHp ? 4 : 1];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const int v = rj + 8 * m;
+    S[m] = F4{{0, 0, 0, 0}};
+    if constexpr (kHp) Sh[m] = F4{{0, 0, 0, 0}};
+    if (4 * v < K) {
+      RawRow<C> w;
+      if constexpr (C::kBits == 32) {
+        const uint4 u = *reinterpret_cast<const uint4*>(row + head_ring_byte(RB, ri, 16 * v));
+        w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+      } else {
+        static_assert(C::kBits == 8, "replay_head / replay_group: FP32 and 8-bit codes");
+        w.c[0] = *reinterpret_cast<const std::uint32_t*>(row + head_ring_byte(RB, ri, 4 * v));
+      }
+      w.s = !sc ? 1.0f : sc_row ? s_row : scs[m];  // block scaling: virtual lane v's block is v / 8 = m
+      if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // u=hp too (v10's integer decode spilled there)
+        formats::hw_e4m3_decode4_scaled_arith(w.c[0], w.s, S[m].x);
+      else
+        S[m] = decode_raw<C>(p, w);
+      if constexpr (kHp) Sh[m] = ld4(reinterpret_cast<const float*>(st + oHP) + ri * K + 4 * v);
+    }
+  }
+  for (int t = 0; t < nd; ++t) {
+    float P[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const int v = rj + 8 * m;
+      const bool a = 4 * v < K;
+      P[m] = part4(S[m], a ? ld4(sQ + t * K + 4 * v) : F4{{0, 0, 0, 0}}, a);
+    }
+    const float dq = bfly_sum_row8(P[0], P[1], P[2], P[3]);
+    if (rj == 0) sDq[t * R + ri] = dq;
+    if constexpr (kGdn) {
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const int v = rj + 8 * m;
+        const bool a = 4 * v < K;
+        const F4 kk = a ? ld4(sKn + t * K + 4 * v) : F4{{0, 0, 0, 0}};
+        if constexpr (kHp) P[m] = part4(Sh[m], kk, a);
+        else P[m] = part4(S[m], kk, a);
+      }
+      const float dk = bfly_sum_row8(P[0], P[1], P[2], P[3]);
+      if (rj == 0) sDk[t * R + ri] = dk;
+    }
+  }
+}
 // Records of the non-flush window: it never holds more than cap (the host flags n + T > cap as an early flush, and a
 // step flushes once n + 1 >= L, L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem
 // keep cap + T). v14: cap + T cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM;
@@ -103,8 +180,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     const int r = g * kRows + rr0;
     if (g >= nsplit || r >= V) return;
     std::uint8_t* st = ring + (g & 1) * SB;
-    const std::uint8_t* src = gcodes + std::size_t(r) * RB;
-    for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+    ring_copy_codes(st, gcodes + std::size_t(r) * RB, RB, lane);
     if (u_hp) {
       const float* hs = ghp + std::size_t(r) * K;
       for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
@@ -205,55 +281,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
     __syncwarp();
     const int hr = g * kRows + rr0;
-    if (hr < V) {
-      const std::uint8_t* st = ring + (g & 1) * SB;
-      float* sDq = sDq0 + hr;
-      float* sDk = sDk0 + hr;
-      {
-        F4 S[kRPW], Sh[kHp ? kRPW : 1];
-#pragma unroll
-        for (int i = 0; i < kRPW; ++i) {
-          S[i] = F4{{0, 0, 0, 0}};
-          if constexpr (kHp) Sh[i] = F4{{0, 0, 0, 0}};
-          if (act) {
-            RawRow<C> w;
-            const std::uint8_t* cp = st + i * RB + lane * (C::kBits / 2);
-            if constexpr (C::kBits == 32) {
-              const uint4 u = *reinterpret_cast<const uint4*>(cp);
-              w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
-            } else if constexpr (C::kBits == 16) {
-              const uint2 u = *reinterpret_cast<const uint2*>(cp);
-              w.c[0] = u.x, w.c[1] = u.y;
-            } else {
-              w.c[0] = *reinterpret_cast<const std::uint32_t*>(cp);
-            }
-            w.s = scaled<C>(p) ? reinterpret_cast<const float*>(st + oSC)[i * nsc + (p.scaling == formats::Scaling::row
-                                                                                      ? 0
-                                                                                      : lane / 8)]
-                               : 1.0f;
-            S[i] = decode_raw<C, !kHp>(p, w);
-            if constexpr (kHp) Sh[i] = ld4(reinterpret_cast<const float*>(st + oHP) + i * K + 4 * lane);
-          }
-        }
-        for (int t = 0; t < nd; ++t) {
-          const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
-          const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
-                                     part4(S[3], qq, act), lane);
-          if (lane % 8 == 0) sDq[t * R + lane / 8] = dq;
-          if constexpr (kGdn) {
-            const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
-            float dk;
-            if constexpr (kHp)
-              dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act),
-                             part4(Sh[3], kk, act), lane);
-            else
-              dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
-                             lane);
-            if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
-          }
-        }
-      }
-    }
+    if (hr < V)
+      stage_row_dots<C, kGdn, kHp>(p, ring + (g & 1) * SB, RB, oHP, oSC, nsc, K, lane, sQ, sK + n * K, nd, R,
+                                   sDq0 + hr, sDk0 + hr);
     __syncwarp();  // every lane is done with stage g & 1 before it is refilled
     issue(g + 2);
     cp_async_commit();

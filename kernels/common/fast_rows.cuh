@@ -46,6 +46,16 @@ __device__ __forceinline__ float bfly_sum4(float p0, float p1, float p2, float p
   for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
   return k;
 }
+// One row per 8 lanes (v22): lane j of the row holds the tree's virtual lanes j, j + 8, j + 16, j + 24 (partials p0..p3).
+// bfly_sum's levels 16 and 8 add p_v + p_(v ^ 16), then that of v and of v ^ 8: here additions inside the lane; levels
+// 4, 2, 1 are shuffles among the row's 8 lanes. The same additions of the same operands, so the bits of bfly_sum, in 3
+// shuffles per row where bfly_sum4 takes 6 (and its selects) per 4 rows of 4 lanes' partials each.
+__device__ __forceinline__ float bfly_sum_row8(float p0, float p1, float p2, float p3) {
+  float k = __fadd_rn(__fadd_rn(p0, p2), __fadd_rn(p1, p3));
+#pragma unroll
+  for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  return k;
+}
 // Two rows at once: returns the sum of row lane / 16 (level 1 keeps row 0 in lanes < 16, row 1 in the others).
 __device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) {
   const bool h16 = (lane & 16) != 0;

@@ -40,16 +40,22 @@ __device__ __forceinline__ void hw_rne_encode2(float x0, float x1, std::uint32_t
   }
 }
 
-// The bits of mul_rn(e4m3_decode(c_e), s) for the four codes of w (code e in byte e), as e4m3_decode4_scaled, for any
-// s; false (out unspecified) where a code is NaN (0x7F / 0xFF), whose canonical NaN the caller's per-code path gives.
-__device__ __forceinline__ bool hw_e4m3_decode4_scaled(std::uint32_t w, float s, float (&out)[4]) {
-  if (e4m3_word_has_nan(w)) return false;
+// The four codes of w (code e in byte e) times s: the bits of mul_rn(e4m3_decode(c_e), s) for every non-NaN code; a
+// NaN code gives a NaN (the hardware's, not necessarily the codec's bits). For values that only feed arithmetic, where
+// any NaN operand gives the canonical NaN: replay_head's dots (v22; test_formats_gpu checks both on every word).
+__device__ __forceinline__ void hw_e4m3_decode4_scaled_arith(std::uint32_t w, float s, float (&out)[4]) {
   const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xFFFFu), __NV_E4M3);
   const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3);
   out[0] = __fmul_rn(__half2float(__ushort_as_half(lo.x)), s);
   out[1] = __fmul_rn(__half2float(__ushort_as_half(lo.y)), s);
   out[2] = __fmul_rn(__half2float(__ushort_as_half(hi.x)), s);
   out[3] = __fmul_rn(__half2float(__ushort_as_half(hi.y)), s);
+}
+// The bits of mul_rn(e4m3_decode(c_e), s) for the four codes of w, as e4m3_decode4_scaled, for any s; false (out
+// unspecified) where a code is NaN (0x7F / 0xFF), whose canonical NaN the caller's per-code path gives.
+__device__ __forceinline__ bool hw_e4m3_decode4_scaled(std::uint32_t w, float s, float (&out)[4]) {
+  if (e4m3_word_has_nan(w)) return false;
+  hw_e4m3_decode4_scaled_arith(w, s, out);
   return true;
 }
 

@@ -108,9 +108,10 @@ __global__ void hw_pair_kernel(unsigned long long* bad, uint32_t* first) {
   }
 }
 
-// Every word of four E4M3 codes through the kernels' hardware decode (hw_e4m3_decode4_scaled) at each scale of
-// kDecodeScales, against mul_rn(e4m3_decode(code), s) on the device: wrong values (or a refusal of a word without a NaN
-// code, or an acceptance of one with) are counted, with the smallest bad word.
+// Every word of four E4M3 codes through the kernels' hardware decodes at each scale of kDecodeScales, against
+// mul_rn(e4m3_decode(code), s) on the device: hw_e4m3_decode4_scaled (wrong values, a refusal of a word without a NaN
+// code, an acceptance of one with) and hw_e4m3_decode4_scaled_arith (each non-NaN code's bits; a NaN for each NaN
+// code) count as bad, with the smallest bad word.
 __constant__ float kDecodeScales[] = {1.0f, 0.37f, -2.5f, 0x1p-140f, 3.0e5f, 1.0e38f};
 constexpr int kNumDecodeScales = sizeof(kDecodeScales) / sizeof(float);
 __global__ void hw_decode_kernel(unsigned long long* bad, uint32_t* first) {
@@ -125,9 +126,14 @@ __global__ void hw_decode_kernel(unsigned long long* bad, uint32_t* first) {
       float out[4];
       const bool ok = hw_e4m3_decode4_scaled(w, s, out);
       bool wrong = ok == nan_code;
-      for (int e = 0; e < 4 && ok && !nan_code; ++e)
-        wrong |= __float_as_uint(out[e]) !=
-                 __float_as_uint(mul_rn(formats::e4m3_decode(static_cast<uint8_t>(w >> (8 * e))), s));
+      float arith[4];
+      hw_e4m3_decode4_scaled_arith(w, s, arith);
+      for (int e = 0; e < 4; ++e) {
+        const uint8_t c = static_cast<uint8_t>(w >> (8 * e));
+        const uint32_t ref = __float_as_uint(mul_rn(formats::e4m3_decode(c), s));
+        if (ok && !nan_code) wrong |= __float_as_uint(out[e]) != ref;
+        wrong |= (c & 0x7Fu) == 0x7Fu ? !isnan(arith[e]) : __float_as_uint(arith[e]) != ref;
+      }
       if (wrong) {
         atomicAdd(bad, 1ull);
         atomicMin(first, w);
