@@ -32,9 +32,10 @@ __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp, int
 }
 template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) { return head_stage_bytes<C>(p, u_hp, p.K); }
-// v22: where ring rows are 128 B (E4M3 at K = 128), byte b of row i is stored at chunk (b / 16) ^ 2 i of the row, so
-// that 3a's 4-byte loads of one column of virtual lanes (lanes 8 i + j, rows 128 B apart) hit 32 distinct banks
-// instead of 4-way conflicts. RB: bytes per row.
+// v22: where ring rows are 128 B (E4M3 at K = 128; also FP32 at K = 32), byte b of row i is stored at chunk
+// (b / 16) ^ 2 i of the row, so that stage_row_dots' 4-byte E4M3 loads of one column of virtual lanes (lanes 8 i + j,
+// rows 128 B apart) hit 32 distinct banks instead of 4-way conflicts (16-byte loads: no conflict either way). Writer
+// ring_copy_codes, reader stage_row_dots; replay_group's ring is not swizzled. RB: bytes per row.
 __host__ __device__ constexpr int head_ring_byte(int RB, int i, int b) {
   return RB == 128 ? (((b >> 4) ^ (2 * i)) << 4) | (b & 15) : b;
 }
@@ -73,12 +74,16 @@ __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint
       if constexpr (C::kBits == 32) {
         const uint4 u = *reinterpret_cast<const uint4*>(row + head_ring_byte(RB, ri, 16 * v));
         w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+      } else if constexpr (C::kBits == 16) {  // not instantiated today (fast_kernel.cuh: fp32, fp8_e4m3)
+        const uint2 u = *reinterpret_cast<const uint2*>(row + head_ring_byte(RB, ri, 8 * v));
+        w.c[0] = u.x, w.c[1] = u.y;
       } else {
-        static_assert(C::kBits == 8, "replay_head / replay_group: FP32 and 8-bit codes");
+        static_assert(C::kBits == 8, "stage_row_dots: 32-, 16- and 8-bit codes");
         w.c[0] = *reinterpret_cast<const std::uint32_t*>(row + head_ring_byte(RB, ri, 4 * v));
       }
       w.s = !sc ? 1.0f : sc_row ? s_row : scs[m];  // block scaling: virtual lane v's block is v / 8 = m
-      if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // u=hp too (v10's integer decode spilled there)
+      // u=hp too: v10's four-code integer decode spilled there (u=hp kept the per-code one until v22), this one not
+      if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)
         formats::hw_e4m3_decode4_scaled_arith(w.c[0], w.s, S[m].x);
       else
         S[m] = decode_raw<C>(p, w);

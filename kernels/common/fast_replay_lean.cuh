@@ -40,11 +40,13 @@ __device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* c
   }
   w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
 }
-// kFast: E4M3 four codes at once (v10: formats::e4m3_decode4_scaled; v20: its hardware form hw_e4m3_decode4_scaled,
-// hw_convert.cuh), except in replay_head's u=hp rows, where v10's registers made ptxas spill (+29%, PERF_NOTES v10).
-template <class C, bool kFast = true>
+// E4M3: four codes at once (v10: formats::e4m3_decode4_scaled; v20: its hardware form hw_e4m3_decode4_scaled,
+// hw_convert.cuh), NaN codes code by code (the codec's bits). Until v22 replay_head's u=hp rows took the per-code
+// decode (v10's registers made ptxas spill there, +29%, PERF_NOTES v10); since v22 the non-flush dots decode with
+// hw_e4m3_decode4_scaled_arith instead, and this one serves the flush paths (whose decoded values are stored).
+template <class C>
 __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
-  if constexpr (kFast && C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
     F4 y;
     if (formats::hw_e4m3_decode4_scaled(w.c[0], scaled<C>(p) ? w.s : 1.0f, y.x)) return y;  // v20
   }

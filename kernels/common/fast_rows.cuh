@@ -46,7 +46,8 @@ __device__ __forceinline__ float bfly_sum4(float p0, float p1, float p2, float p
   for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
   return k;
 }
-// One row per 8 lanes (v22): lane j of the row holds the tree's virtual lanes j, j + 8, j + 16, j + 24 (partials p0..p3).
+// One row per 8 lanes (v22): lane j of the row holds the tree's virtual lanes j, j + 8, j + 16, j + 24 (partials
+// p0..p3).
 // bfly_sum's levels 16 and 8 add p_v + p_(v ^ 16), then that of v and of v ^ 8: here additions inside the lane; levels
 // 4, 2, 1 are shuffles among the row's 8 lanes. The same additions of the same operands, so the bits of bfly_sum, in 3
 // shuffles per row where bfly_sum4 takes 6 (and its selects) per 4 rows of 4 lanes' partials each.

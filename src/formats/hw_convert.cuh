@@ -42,7 +42,8 @@ __device__ __forceinline__ void hw_rne_encode2(float x0, float x1, std::uint32_t
 
 // The four codes of w (code e in byte e) times s: the bits of mul_rn(e4m3_decode(c_e), s) for every non-NaN code; a
 // NaN code gives a NaN (the hardware's, not necessarily the codec's bits). For values that only feed arithmetic, where
-// any NaN operand gives the canonical NaN: replay_head's dots (v22; test_formats_gpu checks both on every word).
+// any NaN operand gives the canonical NaN: the non-flush dots of replay_head and replay_group (v22;
+// test_formats_gpu checks both decodes on every word).
 __device__ __forceinline__ void hw_e4m3_decode4_scaled_arith(std::uint32_t w, float s, float (&out)[4]) {
   const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xFFFFu), __NV_E4M3);
   const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3);
