@@ -164,7 +164,23 @@ Shape overflow_shape(Arch a) {
   return s;
 }
 
+// The small shape at K = 32: FP32 rows of 128 bytes take the non-flush ring's swizzle (head_ring_byte, v22), as E4M3
+// rows do at K = 128; no other test shape has them (review of v22).
+Shape k32_shape(Arch a) {
+  Shape s = shapes_for("small", a).at(0);
+  s.name += ", K = 32";
+  s.dims.K = 32;
+  return s;
+}
+
 }  // namespace
+
+TEST_CASE("CUDA ReplaySSM kernels at K = 32 (128-byte FP32 ring rows), quick cases, main formats", "[gpu][k32]") {
+  (void)gpu();
+  for (const Arch a : {Arch::gdn, Arch::mamba2})
+    for (const Policy pol : {Policy::replay_shared, Policy::replay_split})
+      check(k32_shape(a), sanitize_cases(), true, pol);
+}
 
 // One shard = (arch, policy[, u source]); each shard has eight test cases: the awkward cases (small shape, every
 // format) in four case groups, the quick [sanitize] cases, the real shape at batch 1, the real head dims at 4 heads
