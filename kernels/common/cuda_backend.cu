@@ -269,6 +269,24 @@ std::atomic<long> g_split_launches{0};
 long fast_split_launches(bool reset) { return reset ? g_split_launches.exchange(0) : g_split_launches.load(); }
 void note_split_launch() { ++g_split_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
+namespace {
+std::atomic<int>& flush_slices_mode() {
+  static std::atomic<int> v{[] {
+    const char* e = std::getenv("REPLAYSSM_FLUSH_SLICES");
+    return (e && *e) ? std::max(0, std::atoi(e)) : 0;
+  }()};
+  return v;
+}
+std::atomic<int> g_flush_slices_used{0};
+}  // namespace
+void set_fast_flush_slices(int n) { flush_slices_mode().store(std::max(0, n)); }
+int fast_flush_slices() { return flush_slices_mode().load(); }
+int fast_flush_slices_used(bool reset) { return reset ? g_flush_slices_used.exchange(0) : g_flush_slices_used.load(); }
+void note_flush_slices_used(int n) {
+  int cur = g_flush_slices_used.load();
+  while (n > cur && !g_flush_slices_used.compare_exchange_weak(cur, n)) {
+  }
+}
 void set_fast_group_heads(int n) { group_heads_cap().store(std::max(0, n)); }
 int fast_group_heads() { return group_heads_cap().load(); }
 namespace {

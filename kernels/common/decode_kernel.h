@@ -2,6 +2,7 @@
 // Launch interface of the decode kernels (host side, no CUDA types), shared by kernels/{gdn,mamba2}/*.cu and the
 // backend (kernels/common/cuda_backend.cu). All pointers are device pointers; layouts as in
 // src/emulation/decode_api.h and the emulation's stores (kernels/README.md).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -51,6 +52,11 @@ struct KParams {
   struct HeadLayout {
     int A = 0, B = 0, K = 0, Q = 0, W = 0, Vt = 0, Sk = 0, Tot = 0, CU = 0, CO = 0, D = 0, ring = 0, DotQ = 0, DotK = 0;
   } hl;
+  // set by the fast launcher: 32-row slices per CTA of the split layout's step flush (v24, fast_kernel.cuh: one
+  // window staging and one set of tables for that many slices of a head; 1 = a CTA per slice, v13-v23). Last, so that
+  // the fields above keep their offsets: v24a put it before hl, which changed the SASS of replay_group (it reads hl)
+  // and measured verify 1-2% slower; here replay_group's SASS equals v22's.
+  int flush_slices = 1;
 };
 
 // Both return a cudaError_t as int (0 = success).
@@ -83,6 +89,14 @@ void note_split_launch();
 inline constexpr int kExactFlushHint = -2;
 void set_fast_flush_hint(int n);
 int fast_flush_hint();
+// Row slices per CTA of the split layout's step flush: 0 = flush_slices_rule below (default); n > 0 = n (at most the
+// head's slices). REPLAYSSM_FLUSH_SLICES=n in the environment sets the start value (A/B of one binary). The tests force
+// whole heads in their split layout (the rule gives 1 at their batch sizes). Results are bit-identical for every value.
+void set_fast_flush_slices(int n);
+int fast_flush_slices();
+// The largest slices per flush CTA a tuned ReplaySSM launch used since the last call with reset = true (tests).
+int fast_flush_slices_used(bool reset);
+void note_flush_slices_used(int n);
 // The rule behind it (host only, tested on the CPU): the largest power of two that divides H / G, so that the CTA's
 // heads share one group; with cap > 0 at most cap, for any op and batch; with cap = 0 only for verify ops (drafts >=
 // kMinGroupDrafts; a step passes drafts = 0: for the step the per-head kernel was faster, PERF_NOTES v12 and ninth
@@ -122,6 +136,20 @@ inline bool kernel_split_rule(int state_bits, int drafts, bool recompute) {
   if (drafts >= 1) return true;
   if (recompute) return false;
   return state_bits < 32;
+}
+
+// 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window
+// and builds the tables once for that many slices of a head, then runs them in turn. Worth it only where the slices
+// outnumber the flush kernel's resident CTAs (kFlushCtasPerSm per SM): then fewer, longer CTAs do less work in all
+// (B = 256: GDN 2048 slices -> 4 per CTA, Mamba-2 4096 -> 2): the fewest slices per CTA whose grid fits them, else the
+// whole head; at small batches a CTA per slice keeps the grid wide.
+inline constexpr int kFlushCtasPerSm = 4;
+inline int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms) {
+  const long long slices = flushing_seqs * H * nsplit, slots = static_cast<long long>(kFlushCtasPerSm) * sms;
+  if (nsplit <= 1 || slots <= 0 || slices <= slots) return 1;
+  int fs = static_cast<int>(std::min<long long>(nsplit, (slices + slots - 1) / slots));
+  while (fs < nsplit && flushing_seqs * H * ((nsplit + fs - 1) / fs) > slots) ++fs;  // the fewest CTAs that fit
+  return fs;
 }
 
 }  // namespace replayssm::kern

@@ -75,12 +75,7 @@ __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
 // kReal (v17): the replay paths with the head dims of the real shapes as constants, where the launcher finds p.K, p.V
 // equal to them (ptxas folds the lane masks, loop bounds and row offsets: replay_head ~13% fewer SASS instructions,
 // GDN FP8 without spills). Other dims take the kReal = false instantiations.
-template <bool kGdn>
-inline constexpr int kRealK = 128;
-template <bool kGdn>
-inline constexpr int kRealV = kGdn ? 128 : 64;  // Qwen3.5 GDN V = 128, Nemotron-H Mamba-2 P = 64
-template <bool kGdn>
-inline bool real_dims(const KParams& p) { return p.K == kRealK<kGdn> && p.V == kRealV<kGdn>; }
+// kRealK, kRealV, real_dims: fast_replay_head.cuh (head_ring_stages needs them too).
 // The kK / kV arguments of the replay paths: the real dims, or 0 (p.K, p.V at run time).
 template <bool kGdn, bool kReal>
 inline constexpr int kDimK = kReal ? kRealK<kGdn> : 0;
@@ -154,26 +149,43 @@ __device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total)
 // (H / heads per CTA, B): one CTA per head (replay_head) or per group_heads heads of one group (kGroup: replay_group,
 // v12); the CTAs of a flushing sequence return (1 / L of them in steady state). kReal (v17): the real head dims as
 // constants (real_dims).
+// v25: launched as the flush kernel's programmatic dependent (the flush kernel lets it launch at once): the two touch
+// disjoint sequences, so it runs beside the flush CTAs; each CTA waits for the flush grid only before it exits, so that
+// this kernel's completion still implies the flush kernel's (stream order for what follows).
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 template <class C, bool kGdn, bool kGroup, bool kReal = false>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   const int b = blockIdx.y;
-  if (op_flushes(p, b)) return;
-  const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
-  const Cta cta{b, int(blockIdx.x) * (kGroup ? p.group_heads : 1), 0, (p.V + kRows - 1) / kRows};
-  constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
-  if constexpr (kGroup) {
-    if (hp) replay_group<C, kGdn, kGdn, kK, kV>(p, sm, cta);
-    else replay_group<C, kGdn, false, kK, kV>(p, sm, cta);
-  } else {
-    if (hp) replay_head<C, kGdn, kGdn, kK, kV>(p, sm, cta);
-    else replay_head<C, kGdn, false, kK, kV>(p, sm, cta);
+  if (!op_flushes(p, b)) {
+    const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
+    const Cta cta{b, int(blockIdx.x) * (kGroup ? p.group_heads : 1), 0, (p.V + kRows - 1) / kRows};
+    constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
+    if constexpr (kGroup) {
+      if (hp) replay_group<C, kGdn, kGdn, kK, kV>(p, sm, cta);
+      else replay_group<C, kGdn, false, kK, kV>(p, sm, cta);
+    } else {
+      if (hp) replay_head<C, kGdn, kGdn, kK, kV>(p, sm, cta);
+      else replay_head<C, kGdn, false, kK, kV>(p, sm, cta);
+    }
   }
+  pdl_wait();  // a no-op where it was launched normally
 }
 
-// v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, sp): row slice sp of head h
-// of the e-th flushing sequence, grid-strided, so that any grid is correct; the launcher sizes it from the caller's
-// flush count (KParams::flush_hint) so that each CTA usually takes one item.
+// v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, i): row slices
+// i fs .. i fs + fs - 1 of head h of the e-th flushing sequence (fs = KParams::flush_slices: v24, the step flush
+// stages the window and builds the tables once for fs slices; 1 before v24 and for the early / u=recompute flush),
+// grid-strided, so that any grid is correct; the launcher sizes it from the caller's flush count
+// (KParams::flush_hint) so that each CTA usually takes one item.
 #ifndef REPLAYSSM_FLUSH_MIN_CTAS
 #define REPLAYSSM_FLUSH_MIN_CTAS 4
 #endif
@@ -183,17 +195,22 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
   extern __shared__ __align__(16) float sm[];
   constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  const int nsplit = (p.V + kRows - 1) / kRows, per = p.H * nsplit;
+  pdl_launch_dependents();  // v25: the non-flush kernel may start beside this one
+  const int nsplit = (p.V + kRows - 1) / kRows, fs = p.flush_slices, items = (nsplit + fs - 1) / fs;
+  const int per = p.H * items;
   int total = -1;  // flushing sequences, once a scan has seen them all
   for (int w = blockIdx.x;; w += gridDim.x) {
     const int e = w / per, r = w - e * per;
     if (total >= 0 && e >= total) return;
     const int b = nth_flushing(p, e, total);
     if (b < 0) return;
-    const Cta cta{b, r / nsplit, r - (r / nsplit) * nsplit, nsplit};
-    if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute)
+    const int hd = r / items, sp = (r - hd * items) * fs;
+    Cta cta{b, hd, sp, nsplit, min(fs, nsplit - sp)};
+    if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) {
       replay_lean<C, kGdn, true, kK, kV>(p, sm, cta);
-    else replay_flush<C, kGdn>(p, sm, cta);
+    } else {
+      replay_flush<C, kGdn>(p, sm, cta);  // one slice: the launcher sets fs = 1 where these run
+    }
     __syncthreads();  // shared memory is reused by the next item
   }
 }
@@ -205,6 +222,23 @@ inline bool host_kernel_split(int state_bits, const KParams& p) {
   if (force >= 0) return force == 1;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   return kernel_split_rule(state_bits, p.op == Op::verify ? p.T : 0, rec);
+}
+
+// v25: programmatic dependent launch of the split layout's non-flush kernel where the device has it (compute
+// capability 9.0+, cached per device); REPLAYSSM_PDL=0 in the environment turns it off (A/B).
+inline bool host_pdl() {
+  static const bool env_off = [] {
+    const char* e = std::getenv("REPLAYSSM_PDL");
+    return e && *e && std::atoi(e) == 0;
+  }();
+  if (env_off) return false;
+  static std::atomic<int> cache[16] = {};
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (dev >= 0 && dev < 16 && cache[dev].load() != 0) return cache[dev].load() > 0;
+  const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
+  if (dev >= 0 && dev < 16) cache[dev].store(ok ? 1 : -1);
+  return ok;
 }
 
 // Heads per CTA of the non-flush op (v12): kern::group_heads_rule (decode_kernel.h) on the current device's SM count
@@ -222,10 +256,18 @@ inline int group_heads_for(const KParams& p) {
   return group_heads_rule(p.B, p.G, p.H, p.op == Op::verify ? p.T : 0, fast_group_heads(), sm_count());
 }
 
-// Dynamic shared memory of the flush paths (replay_lean, replay_flush) in bytes.
+// Dynamic shared memory of the flush paths (replay_lean, replay_flush) in bytes: p.flush_slices slices of rows.
 inline std::size_t flush_smem_bytes(const KParams& p) {
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  return std::size_t(Smem{p.cap + p.T, p.T, p.K, rec}.size()) * sizeof(float);
+  return std::size_t(Smem{p.cap + p.T, p.T, p.K, rec, p.flush_slices * kRows}.size()) * sizeof(float);
+}
+// v24: slices per CTA of the split layout's step flush (KParams::flush_slices): kern::flush_slices_rule on the
+// caller's flush count (all sequences where it is unknown) and the device's SM count.
+inline int sm_count();
+inline int host_flush_slices(const KParams& p, int nsplit) {
+  if (fast_flush_slices() > 0) return std::min(fast_flush_slices(), nsplit);
+  const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;
+  return flush_slices_rule(seqs, p.H, nsplit, sm_count());
 }
 template <class C, bool kGdn>
 inline std::size_t smem_bytes(const KParams& p) {
@@ -251,6 +293,9 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     for (int sh = 0; sh < 31 && p.G > 0 && p.H % p.G == 0; ++sh)
       if ((1 << sh) == p.H / p.G) p.group_shift = sh;
     const bool split = host_kernel_split(C::kBits, p);
+    const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
+    p.flush_slices = p.head_floats > 0 && split && p.op == Op::step && !rec ? host_flush_slices(p, nsplit) : 1;
+    note_flush_slices_used(p.flush_slices);  // the tests check that whole-head flush CTAs ran where they force them
     p.group_heads = p.head_floats > 0 && split ? group_heads_for(p) : 1;  // the combined kernel: per head
     if (p.group_heads > 1) {  // replay_group's layout (the lean paths' smem_bytes still apply to the flush CTAs)
       const int f = group_plan<C, kGdn>(p, &p.hl);
@@ -276,7 +321,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     if (p.head_floats > 0 && split) {  // v13: the flush kernel and the non-flush kernel
       note_split_launch();  // the tests check that the split layout ran where they force it
       const std::size_t fsm = flush_smem_bytes(p);
-      const long long per = static_cast<long long>(p.H) * nsplit;
+      const long long per = static_cast<long long>(p.H) * ((nsplit + p.flush_slices - 1) / p.flush_slices);
       const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;
       const unsigned fgrid = unsigned(seqs * per);  // 0: the caller knows that none flushes, no flush kernel
       auto* hot = p.group_heads > 1 ? (real ? replay_hot_kernel<C, kGdn, true, true> : replay_hot_kernel<C, kGdn, true>)
@@ -292,7 +337,18 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
         flush<<<fgrid, kThreads, fsm, s>>>(p);
         if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
       }
-      hot<<<dim3(unsigned(p.H / p.group_heads), unsigned(p.B)), kThreads, hsm, s>>>(p);
+      // v25: the non-flush kernel as the flush kernel's programmatic dependent (sm_90+; REPLAYSSM_PDL=0 turns it off)
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(unsigned(p.H / p.group_heads), unsigned(p.B));
+      cfg.blockDim = dim3(kThreads);
+      cfg.dynamicSmemBytes = hsm;
+      cfg.stream = s;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = fgrid > 0 && host_pdl() ? 1 : 0;
+      if ((e = cudaLaunchKernelEx(&cfg, hot, p)) != cudaSuccess) return int(e);
       if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
       return int(cudaSuccess);
     }

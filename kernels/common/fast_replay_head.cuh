@@ -1,5 +1,7 @@
 #pragma once
 // The ReplaySSM non-flush op with one CTA per head (v6, v8, v9, v11). Part of fast_kernel.cuh.
+#include <type_traits>
+
 #include "kernels/common/fast_replay_lean.cuh"
 
 namespace replayssm::kern::fast {
@@ -54,12 +56,15 @@ __device__ __forceinline__ void ring_copy_codes(std::uint8_t* st, const std::uin
 // virtual lanes v = rj + 8 m (elements 4 v .. 4 v + 3) of row ri: bfly_sum_row8 gives bfly_sum4's sums in half the
 // shuffles and without its selects, a row's scale is loaded once (row scaling), and E4M3 words decode without the NaN
 // test (the values only feed dots). sKn: the staged k of draft 0 (sK + n K). v6-v21: 4 rows per lane (bfly_sum4).
-template <class C, bool kGdn, bool kHp>
+// v23: kND > 0 (the step: nd = kND = 1) and kRowScale (scaled<C>(p) and row scaling) are compile-time where the
+// caller knows them, so that the draft loop and the scaling selects fold (replay_head's kAll loop).
+template <class C, bool kGdn, bool kHp, int kND = 0, bool kRowScale = false>
 __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint8_t* st, int RB, int oHP, int oSC,
-                                               int nsc, int K, int lane, const float* sQ, const float* sKn, int nd,
+                                               int nsc, int K, int lane, const float* sQ, const float* sKn, int nd_rt,
                                                int R, float* sDq, float* sDk) {
+  const int nd = kND > 0 ? kND : nd_rt;
   const int ri = lane >> 3, rj = lane & 7;
-  const bool sc = scaled<C>(p), sc_row = p.scaling == formats::Scaling::row;
+  const bool sc = kRowScale || scaled<C>(p), sc_row = kRowScale || p.scaling == formats::Scaling::row;
   const std::uint8_t* row = st + ri * RB;
   const float* scs = reinterpret_cast<const float*>(st + oSC) + ri * nsc;
   const float s_row = sc && sc_row ? scs[0] : 1.0f;
@@ -125,6 +130,26 @@ __host__ __device__ inline int head_records(const KParams& p) {
 }
 // The ring's offset: ring_offset, kHeadRingMod, kGroupRingMod (replay_smem.h).
 
+// kReal (v17): the head dims of the real shapes, which the replay paths take as compile-time constants where the
+// launcher finds p.K, p.V equal to them (fast_kernel.cuh: real_dims).
+template <bool kGdn>
+inline constexpr int kRealK = 128;
+template <bool kGdn>
+inline constexpr int kRealV = kGdn ? 128 : 64;  // Qwen3.5 GDN V = 128, Nemotron-H Mamba-2 P = 64
+template <bool kGdn>
+__host__ __device__ inline bool real_dims(const KParams& p) { return p.K == kRealK<kGdn> && p.V == kRealV<kGdn>; }
+// v23: ring stages per warp of replay_head. 8-bit codes at the real dims (not u=hp, whose HP rows are 4x the codes)
+// hold every row group of the warp at once (GDN 4 x 528 B, Mamba-2 2 x 528 B per warp): all of them are issued before
+// the window and the row loop runs without waits, refills or the ring's address arithmetic. Otherwise two stages,
+// refilled two groups ahead (v6). kAllStages must agree with replay_head's (kK, kV > 0 there iff real_dims here).
+template <class C, bool kHp, bool kReal>
+inline constexpr bool kAllStages = C::kBits == 8 && !kHp && kReal;
+template <class C, bool kGdn>
+__host__ __device__ inline int head_ring_stages(const KParams& p, bool u_hp) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  return C::kBits == 8 && !u_hp && real_dims<kGdn>(p) ? nsplit : 2;
+}
+
 // Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
 template <class C, bool kGdn>
 __host__ __device__ inline int head_smem_floats(const KParams& p) {
@@ -134,7 +159,8 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
   const int nsplit = (p.V + kRows - 1) / kRows;
   const Smem L{head_records(p), p.T, p.K, rec, nsplit * kRows, p.skip != nullptr, false};
-  const int f = ring_offset(L.size(), kHeadRingMod) + kWarps * 2 * head_stage_bytes<C>(p, u_hp) / 4;
+  const int stages = head_ring_stages<C, kGdn>(p, u_hp);
+  const int f = ring_offset(L.size(), kHeadRingMod) + kWarps * stages * head_stage_bytes<C>(p, u_hp) / 4;
   return f * 4 <= 160 * 1024 ? f : 0;
 }
 
@@ -171,20 +197,22 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* sCO = sm + L.oCO();
   float* sGd = sm + L.oGd();
 
-  // The ring: stage s of warp w at ring_offset(..) + (2 w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)]
-  // [4 x nsc scales].
+  // The ring: stage s of warp w at ring_offset(..) + (NS w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)]
+  // [4 x nsc scales]. kAll (v23, head_ring_stages): a stage per row group, all issued up front.
+  constexpr bool kAll = kAllStages<C, kHp, (kK > 0 && kV > 0)>;
+  const int NS = kAll ? nsplit : 2;
   const int RB = K * C::kBits / 8;
   const int nsc = head_nsc<C>(p, K);
   const int SB = head_stage_bytes<C>(p, u_hp, K);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
-  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod)) + warp * 2 * SB;
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod)) + warp * NS * SB;
   const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;
   const float* gsc = reinterpret_cast<const float*>(p.scales + std::size_t(hh) * p.scale_bytes);
   const float* ghp = u_hp ? p.hp + std::size_t(hh) * V * K : nullptr;
   auto issue = [&](int g) {  // the warp's 4 rows of group g into stage g & 1 (rows r..r+3 are contiguous)
     const int r = g * kRows + rr0;
     if (g >= nsplit || r >= V) return;
-    std::uint8_t* st = ring + (g & 1) * SB;
+    std::uint8_t* st = ring + (kAll ? g : (g & 1)) * SB;
     ring_copy_codes(st, gcodes + std::size_t(r) * RB, RB, lane);
     if (u_hp) {
       const float* hs = ghp + std::size_t(r) * K;
@@ -193,7 +221,12 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     if (lane < 4 * nsc) cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
   };
 
-  // 1. The window by cp.async (as replay_lean, all rows of the head), then the first two groups of rows.
+  // 1. The window by cp.async (as replay_lean, all rows of the head), then the first two groups of rows (kAll: every
+  //    group first, so that the checkpoint's bytes fly while the window and the tables are built).
+  if constexpr (kAll) {
+#pragma unroll
+    for (int g = 0; g < nsplit; ++g) issue(g);
+  }
   {
     const float* ra = p.ra + std::size_t(hh) * p.cap;
     const float* rk = p.rk + std::size_t(hh) * p.cap * K + 4 * lane;
@@ -225,11 +258,16 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       }
     }
   }
-  issue(0);
-  cp_async_commit();
-  issue(1);
-  cp_async_commit();
-  cp_async_wait<1>();  // the window and group 0
+  if constexpr (kAll) {
+    cp_async_commit();
+    cp_async_wait<0>();  // the window and every group
+  } else {
+    issue(0);
+    cp_async_commit();
+    issue(1);
+    cp_async_commit();
+    cp_async_wait<1>();  // the window and group 0
+  }
   __syncthreads();
 
   // 2. Decays and coefficient tables, once per head (replay_lean step 3, unchanged).
@@ -282,16 +320,37 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   // 3a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
   float* sDq0 = sm + L.oD();
   float* sDk0 = sDq0 + nd * R;
-  for (int g = 0; g < nsplit; ++g) {
-    if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
-    __syncwarp();
-    const int hr = g * kRows + rr0;
-    if (hr < V)
-      stage_row_dots<C, kGdn, kHp>(p, ring + (g & 1) * SB, RB, oHP, oSC, nsc, K, lane, sQ, sK + n * K, nd, R,
-                                   sDq0 + hr, sDk0 + hr);
-    __syncwarp();  // every lane is done with stage g & 1 before it is refilled
-    issue(g + 2);
-    cp_async_commit();
+  if constexpr (kAll) {  // every stage landed before the barrier above; nothing is refilled
+    auto rows = [&](auto nd_c, auto row_c) {  // the step (nd = 1) and row scaling as constants where they hold
+#pragma unroll
+      for (int g = 0; g < nsplit; ++g) {
+        const int hr = g * kRows + rr0;
+        if (hr < V)
+          stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value>(
+              p, ring + g * SB, RB, oHP, oSC, nsc, K, lane, sQ, sK + n * K, nd, R, sDq0 + hr, sDk0 + hr);
+      }
+    };
+    using One = std::integral_constant<int, 1>;
+    using Any = std::integral_constant<int, 0>;
+    using Row = std::true_type;
+    using Gen = std::false_type;
+    const bool row = scaled<C>(p) && p.scaling == formats::Scaling::row;
+    if (nd == 1 && row) rows(One{}, Row{});
+    else if (nd == 1) rows(One{}, Gen{});
+    else if (row) rows(Any{}, Row{});
+    else rows(Any{}, Gen{});
+  } else {
+    for (int g = 0; g < nsplit; ++g) {
+      if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
+      __syncwarp();
+      const int hr = g * kRows + rr0;
+      if (hr < V)
+        stage_row_dots<C, kGdn, kHp>(p, ring + (g & 1) * SB, RB, oHP, oSC, nsc, K, lane, sQ, sK + n * K, nd, R,
+                                     sDq0 + hr, sDk0 + hr);
+      __syncwarp();  // every lane is done with stage g & 1 before it is refilled
+      issue(g + 2);
+      cp_async_commit();
+    }
   }
   __syncthreads();
 

@@ -76,12 +76,15 @@ __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
 // records in increasing j (emu::window_sum), the 4 rows interleaved. kFlush: the step that fills the window (u, then
 // materialise + output + HP row + encode of the warp's rows). Writes: the appended records (w = u for GDN, v for
 // Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
-// kK, kV: the head dims as constants (replay_head's, v17), 0: p.K, p.V.
+// kK, kV: the head dims as constants (replay_head's, v17), 0: p.K, p.V. v24: the step flush does cta.ns row slices
+// (sp .. sp + ns - 1) after one staging of the window and one set of tables (the rows of all ns slices staged
+// side by side, RS = ns kRows per record); the non-flush path keeps one slice.
 template <class C, bool kGdn, bool kFlush, int kK = 0, int kV = 0>
 __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const Cta& cta) {
   const int b = cta.b, h = cta.h, hh = b * p.H + h, sp = cta.sp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows, rr0 = warp * kRPW;
+  const int ns = kFlush ? cta.ns : 1, RS = ns * kRows;  // slices of this CTA, rows staged per record
   const int K = kK > 0 ? kK : p.K, V = kV > 0 ? kV : p.V, K4 = K / 4;
   const bool act = 4 * lane < K;
   const int grp = group_of(p, h);
@@ -97,7 +100,7 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
   const bool need_hp = kFlush ? split : u_hp;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
-  const Smem L{p.cap + p.T, p.T, K, recompute};
+  const Smem L{p.cap + p.T, p.T, K, recompute, RS};
   const int NR = L.NR;
   float* sA = sm + L.oA();
   float* sB = sm + L.oB();
@@ -136,15 +139,14 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
         cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
       for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
     }
-    {
-      const int c = 4 * (tid & 7);
+    for (int c = 4 * (tid & 7); c < RS; c += kRows) {  // one pass where ns = 1
       if (r0 + c < V) {
-        for (int j = tid >> 3; j < n; j += kThreads / 8) cp_async16(sW + j * kRows + c, rw + j * V + c);
+        for (int j = tid >> 3; j < n; j += kThreads / 8) cp_async16(sW + j * RS + c, rw + j * V + c);
         for (int t = tid >> 3; t < nd; t += kThreads / 8) {
           const std::size_t o = (bt(t) * p.H + h) * V + r0 + c;
-          cp_async16(sVt + t * kRows + c, p.v + o);
-          if (!kGdn) cp_async16(sW + (n + t) * kRows + c, p.v + o);
-          if (p.skip) cp_async16(sSk + t * kRows + c, p.skip + o);
+          cp_async16(sVt + t * RS + c, p.v + o);
+          if (!kGdn) cp_async16(sW + (n + t) * RS + c, p.v + o);
+          if (p.skip) cp_async16(sSk + t * RS + c, p.skip + o);
         }
       }
     }
@@ -209,6 +211,108 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
       st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
     }
   }
+  if constexpr (kFlush) {
+    // Per slice s: u of the appended record (GDN; emu::window_sum over the n old records), then materialise the
+    // warp's rows: N = total S + sum_{j <= n} (G_j w_j[r]) k_j (emu::window_state_elem), output N q, HP row (split),
+    // encode. Slice 0's LP rows were loaded with the window, a later slice's at the top of its iteration (v24).
+    for (int s = 0; s < ns; ++s) {
+      // The slice loop keeps the smem loads in the loop: loop-invariant ones hoisted by the compiler stay live
+      // across slices (k_t, q_t, beta, v rows) and ptxas spilled (v24). o is 0, opaque to the compiler.
+      int o = 0;
+      asm volatile("" : "+r"(o));
+      const float* sKs = sK + o;
+      const float* sQs = sQ + o;
+      const float* sBs = sB + o;
+      const float* sVts = sVt + o;
+      float* sWs = sW + o;
+      const float* sGds = sGd + o;
+      const float* sCUs = sCU + o;
+      const float* sSks = sSk + o;
+      const float* sTots = sTot + o;
+      const int rs = r0 + s * kRows + rr0;  // the warp's first row in this slice
+      const int ro = s * kRows + rr0;       // its column in the staged rows
+      if (rs >= V) break;                   // V % 4 == 0; later slices only have larger rows
+      if (s > 0) {
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i)
+          if (need_lp && act) load_raw<C>(p, codes, scales, rs + i, lane, raw[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) {
+        Sh[i] = F4{{0, 0, 0, 0}};
+        if (need_hp && act) Sh[i] = ld4(p.hp + std::size_t(hh) * V * K + std::size_t(rs + i) * K + 4 * lane);
+      }
+      float* gw = p.rw + std::size_t(hh) * p.cap * V + rs;
+      const float tot = sTots[0];
+      F4 S[kRPW];
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) S[i] = (need_lp && act) ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
+      F4 wn;
+      if constexpr (kGdn) {
+        const F4 kk = act ? ld4(sKs + n * K + 4 * lane) : F4{{0, 0, 0, 0}};
+        float U[kRPW];
+        if (u_hp) {
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(Sh[i], kk, act));
+        } else {
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(S[i], kk, act));
+        }
+#pragma unroll 4
+        for (int j = 0; j < n; ++j) {
+          const F4 w = ld4(sWs + j * RS + ro);
+          const float c_u = sCUs[j];
+#pragma unroll
+          for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
+        }
+        const float beta = sBs[n];
+        const F4 vt = ld4(sVts + ro);
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
+        __syncwarp();
+        if (lane == 0) st4(sWs + n * RS + ro, wn);
+        __syncwarp();
+      } else {
+        wn = ld4(sWs + n * RS + ro);
+      }
+      if (lane == 0) st4(gw + std::size_t(n) * V, wn);
+      const F4 qq = act ? ld4(sQs + 4 * lane) : F4{{0, 0, 0, 0}};
+      // The 4 rows advance together through the records (k_j and w_j loaded once for all four; v8 reloaded k_j per
+      // row); each element's chain is unchanged: total * S, then + (G_j w_j[r]) k_j[c] for j = 0..n in order.
+      F4 N[kRPW];
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) N[i].x[e] = formats::mul_rn(tot, split ? Sh[i].x[e] : S[i].x[e]);
+      for (int j = 0; j <= n; ++j) {
+        const float g = sGds[j];
+        const F4 wj = ld4(sWs + j * RS + ro);
+        const F4 kj = act ? ld4(sKs + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) {
+          const float rc = formats::mul_rn(g, wj.x[i]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) N[i].x[e] = __fmaf_rn(rc, kj.x[e], N[i].x[e]);
+        }
+      }
+      F4 y;
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) {
+        const int r = rs + i;
+        y.x[i] = dot4(N[i], qq, act);
+        if (split && act) st4(p.hp + std::size_t(hh) * V * K + std::size_t(r) * K + 4 * lane, N[i]);
+        encode_row<C>(p, N[i], p.codes + std::size_t(hh) * p.code_bytes, p.scales + std::size_t(hh) * p.scale_bytes, r,
+                      lane, act, std::uint32_t(hh), std::uint32_t(p.tok[b]));
+      }
+      if (p.skip) {
+        const F4 sk = ld4(sSks + ro);
+#pragma unroll
+        for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
+      }
+      if (lane == 0) st4(p.o + bt(0) * p.H * V + std::size_t(h) * V + rs, y);
+    }
+    return;
+  }
   if (!rows_ok) return;
   // Split u=hp: the HP rows (for S_c k only) are loaded here, a second round trip for that variant only, so that they
   // do not hold 16 registers through the window phases.
@@ -216,79 +320,6 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
   for (int i = 0; i < kRPW; ++i) {
     Sh[i] = F4{{0, 0, 0, 0}};
     if (need_hp && act) Sh[i] = ld4(p.hp + std::size_t(hh) * V * K + std::size_t(r0 + rr0 + i) * K + 4 * lane);
-  }
-  if constexpr (kFlush) {
-    // u of the appended record (GDN; emu::window_sum over the n old records), then materialise the warp's rows:
-    // N = total S + sum_{j <= n} (G_j w_j[r]) k_j (emu::window_state_elem), output N q, HP row (split), encode.
-    float* gw = p.rw + std::size_t(hh) * p.cap * V + r0 + rr0;
-    const float tot = sTot[0];
-    F4 S[kRPW];
-#pragma unroll
-    for (int i = 0; i < kRPW; ++i) S[i] = (need_lp && act) ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
-    F4 wn;
-    if constexpr (kGdn) {
-      const F4 kk = act ? ld4(sK + n * K + 4 * lane) : F4{{0, 0, 0, 0}};
-      float U[kRPW];
-      if (u_hp) {
-#pragma unroll
-        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(Sh[i], kk, act));
-      } else {
-#pragma unroll
-        for (int i = 0; i < kRPW; ++i) U[i] = formats::mul_rn(tot, dot4(S[i], kk, act));
-      }
-#pragma unroll 4
-      for (int j = 0; j < n; ++j) {
-        const F4 w = ld4(sW + j * kRows + rr0);
-        const float c_u = sCU[j];
-#pragma unroll
-        for (int i = 0; i < kRPW; ++i) U[i] = __fmaf_rn(c_u, w.x[i], U[i]);
-      }
-      const float beta = sB[n];
-      const F4 vt = ld4(sVt + rr0);
-#pragma unroll
-      for (int i = 0; i < kRPW; ++i) wn.x[i] = emu::gdn_u(beta, vt.x[i], U[i]);
-      __syncwarp();
-      if (lane == 0) st4(sW + n * kRows + rr0, wn);
-      __syncwarp();
-    } else {
-      wn = ld4(sW + n * kRows + rr0);
-    }
-    if (lane == 0) st4(gw + std::size_t(n) * V, wn);
-    const F4 qq = act ? ld4(sQ + 4 * lane) : F4{{0, 0, 0, 0}};
-    // The 4 rows advance together through the records (k_j and w_j loaded once for all four; v8 reloaded k_j per
-    // row); each element's chain is unchanged: total * S, then + (G_j w_j[r]) k_j[c] for j = 0..n in order.
-    F4 N[kRPW];
-#pragma unroll
-    for (int i = 0; i < kRPW; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) N[i].x[e] = formats::mul_rn(tot, split ? Sh[i].x[e] : S[i].x[e]);
-    for (int j = 0; j <= n; ++j) {
-      const float g = sGd[j];
-      const F4 wj = ld4(sW + j * kRows + rr0);
-      const F4 kj = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
-#pragma unroll
-      for (int i = 0; i < kRPW; ++i) {
-        const float rc = formats::mul_rn(g, wj.x[i]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) N[i].x[e] = __fmaf_rn(rc, kj.x[e], N[i].x[e]);
-      }
-    }
-    F4 y;
-#pragma unroll
-    for (int i = 0; i < kRPW; ++i) {
-      const int r = r0 + rr0 + i;
-      y.x[i] = dot4(N[i], qq, act);
-      if (split && act) st4(p.hp + std::size_t(hh) * V * K + std::size_t(r) * K + 4 * lane, N[i]);
-      encode_row<C>(p, N[i], p.codes + std::size_t(hh) * p.code_bytes, p.scales + std::size_t(hh) * p.scale_bytes, r,
-                    lane, act, std::uint32_t(hh), std::uint32_t(p.tok[b]));
-    }
-    if (p.skip) {
-      const F4 sk = ld4(sSk + rr0);
-#pragma unroll
-      for (int i = 0; i < kRPW; ++i) y.x[i] = __fadd_rn(y.x[i], sk.x[i]);  // emu::add_skip
-    }
-    if (lane == 0) st4(p.o + bt(0) * p.H * V + std::size_t(h) * V + r0 + rr0, y);
-    return;
   }
 
   // 4. Rows, first S_c q_t and S_c k_t of every draft by the canonical butterfly (the state registers die here), into

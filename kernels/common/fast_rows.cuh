@@ -231,6 +231,7 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
 // fast_kernel.cuh), so that the paths do not read blockIdx.
 struct Cta {
   int b, h, sp, nsplit;
+  int ns = 1;  // v24: row slices sp .. sp + ns - 1 of the head (replay_lean's step flush; 1 everywhere else)
 };
 
 // Early flush: the CTAs of a head count themselves in after staging the old window; the last one writes the new

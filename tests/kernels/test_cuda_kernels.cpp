@@ -46,6 +46,8 @@ using GroupHeads = Scoped<kern::fast_group_heads, kern::set_fast_group_heads>;
 constexpr int kAllGroupHeads = 1 << 20;
 using KernelSplit = Scoped<kern::fast_kernel_split, kern::set_fast_kernel_split>;  // 0 combined, 1 split
 using FlushHint = Scoped<kern::fast_flush_hint, kern::set_fast_flush_hint>;  // the count the backend claims
+using FlushSlices = Scoped<kern::fast_flush_slices, kern::set_fast_flush_slices>;  // 0: the rule; n: n per CTA
+constexpr int kWholeHead = 1 << 20;  // every row slice of a head in one flush CTA (v24)
 
 // The tuned kernel layouts each ReplaySSM case runs in: the combined kernel (32-row CTAs, v5-v12), the split kernels
 // with a CTA per head (v13), and the split kernels with every head of a group per CTA (v12's replay_group), the last
@@ -53,13 +55,15 @@ using FlushHint = Scoped<kern::fast_flush_hint, kern::set_fast_flush_hint>;  // 
 // two sequences; the [overflow] cases' two early flushes at the real head dims, whose per-head counters then count
 // slices from CTAs that first did the other sequence's items) its flush CTAs stride through them. REPLAYSSM_TEST_LAYOUT=combined|split|group keeps one (compute-sanitizer jobs, where the
 // tripled GPU work outlasts a device call; a run with one layout covers only its kernel instantiations).
+// The split layout also runs its step flushes with a whole head per flush CTA (v24; the rule's choice at the bench's
+// batch, 1 at the tests' batches, which the group layout keeps).
 struct Layout {
   const char* name;
-  int split, heads, flush_hint;
+  int split, heads, flush_hint, flush_slices;
 };
-constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint},
-                               {"split", 1, 1, kern::kExactFlushHint},
-                               {"group", 1, kAllGroupHeads, 1}};
+constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
+                               {"split", 1, 1, kern::kExactFlushHint, kWholeHead},
+                               {"group", 1, kAllGroupHeads, 1, 0}};
 std::vector<Layout> layouts_to_test() {
   const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
@@ -68,6 +72,15 @@ std::vector<Layout> layouts_to_test() {
     if (v == l.name) return {l};
   std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split or group, got '%s'\n", v.c_str());
   std::exit(2);
+}
+
+// Whether a case's first ops are L steps (every case list here is built for L = 16): its L-th step flushes, which the
+// split layout's flush kernel runs with whole-head CTAs where the test forces them (v24).
+bool has_step_flush(const Case& c) {
+  constexpr int kL = 16;
+  int steps = 0;
+  while (steps < int(c.ops.size()) && !c.ops[steps].verify) ++steps;
+  return steps >= kL;
 }
 
 // The cases' groups, so that the long awkward list can run as several sanitizer processes: "steps", "long", and the
@@ -100,11 +113,14 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   const bool forced_split = policy != Policy::conventional_shared &&
                             std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.split == 1; });
   int used = 0;  // the largest heads per CTA of the forced runs
+  int slices_used = 0;  // the largest row slices per flush CTA of the runs that force whole heads
+  bool step_flushes = false;  // some case flushes in a step (not u=recompute, whose step flush is per slice)
   long split_launches = 0;  // launches of the split layout in the runs that force it
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!group.empty() && groups[i] != group) continue;
     const CaseInputs in = make_inputs(s, cases[i], 1000 + i);
+    step_flushes = step_flushes || (has_step_flush(cases[i]) && u != int(USource::recompute));
     const CaseOutputs ref = run_reference(in);
     for (const Mode& m : modes_for(s.arch, main_formats)) {
       if (m.policy != policy || (u >= 0 && m.usource != USource(u))) continue;
@@ -114,11 +130,14 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const GroupHeads scoped(lay.heads);
         const KernelSplit split(lay.split);
         const FlushHint hint(lay.flush_hint);
+        const FlushSlices slices(lay.flush_slices);
         kern::fast_group_heads_used(true);
+        kern::fast_flush_slices_used(true);
         kern::fast_split_launches(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
         if (lay.split == 1) split_launches += kern::fast_split_launches(false);
+        if (lay.flush_slices > 1) slices_used = std::max(slices_used, kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
         INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", layout " << lay.name
@@ -134,6 +153,11 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   // Every test shape has an even H / G, and the fp32 modes run the tuned kernel: forced, some launch must group.
   if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
   if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
+  // Where they force whole-head flush CTAs, a head of several 32-row slices has them in its step flushes.
+  const bool forced_slices =
+      policy != Policy::conventional_shared &&
+      std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.flush_slices > 1; });
+  if (forced_slices && step_flushes && s.dims.V > 32) REQUIRE(slices_used > 1);
 }
 
 std::vector<Case> sanitize_cases() {  // every kernel path once: a step, a flush, a long run, verifies, an early flush

@@ -2,13 +2,16 @@
 // the ReplaySSM non-flush op (v12), which kernel layout an op runs (v13), and the shared-memory layout's invariants
 // (replay_smem.h, v14 / v15). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
 // the grid at batch 1; the GPU tests check the results, this checks the choice.
+#include <algorithm>
 #include <utility>
 
 #include "catch.hpp"
 #include "kernels/common/decode_kernel.h"
 #include "kernels/common/replay_smem.h"
 
+using replayssm::kern::flush_slices_rule;
 using replayssm::kern::group_heads_rule;
+using replayssm::kern::kFlushCtasPerSm;
 using replayssm::kern::kernel_split_rule;
 using replayssm::kern::kMinGroupCtasPerSm;
 using replayssm::kern::kMinGroupDrafts;
@@ -51,6 +54,29 @@ TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid 
   CHECK(group_heads_rule(256, 16, 32, 8, 0, sms) == 2);
   CHECK(group_heads_rule(256, 16, 32, 0, 0, sms) == 1);   // the bench's B = 256 decode step: a CTA per head
   CHECK(group_heads_rule(256, 8, 128, 1, 0, sms) == 16);  // verify of one draft groups too (v21)
+}
+
+TEST_CASE("flush slices: whole heads per flush CTA only where the slices outnumber the resident CTAs", "[kernels]") {
+  const int sms = 132;
+  CHECK(flush_slices_rule(16, 32, 4, sms) == 4);   // the bench's GDN step at B = 256: 2048 slices on 528 CTAs
+  CHECK(flush_slices_rule(16, 128, 2, sms) == 2);  // Mamba-2 at B = 256: 4096 slices, at most the head's 2
+  CHECK(flush_slices_rule(32, 32, 4, sms) == 4);   // B = 512: capped at the head's slices
+  CHECK(flush_slices_rule(4, 32, 4, sms) == 1);    // B = 64: 512 slices fit the grid
+  CHECK(flush_slices_rule(1, 32, 4, sms) == 1);    // small batches keep a CTA per slice
+  CHECK(flush_slices_rule(0, 32, 4, sms) == 1);    // nothing flushes
+  CHECK(flush_slices_rule(100, 32, 1, sms) == 1);  // one slice per head
+  for (long long seqs = 0; seqs <= 64; ++seqs)
+    for (const int nsplit : {1, 2, 3, 4, 8}) {
+      const int fs = flush_slices_rule(seqs, 32, nsplit, sms);
+      INFO("seqs " << seqs << " nsplit " << nsplit << " -> " << fs);
+      CHECK(fs >= 1);
+      CHECK(fs <= std::max(1, nsplit));
+      const long long ctas = seqs * 32 * ((nsplit + fs - 1) / fs);
+      // more than one slice per CTA only where a CTA per slice would not fit the resident grid
+      CHECK((fs == 1 || seqs * 32 * nsplit > static_cast<long long>(kFlushCtasPerSm) * sms));
+      // and then no more than needed to fit it (or the whole head)
+      CHECK((fs == nsplit || fs == 1 || ctas <= static_cast<long long>(kFlushCtasPerSm) * sms));
+    }
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
