@@ -453,6 +453,7 @@ struct Runner {
       p.ra = P.ra, p.rbeta = P.rbeta, p.rk = P.rk, p.rw = P.rw, p.rv = P.rv;
       p.n = dn + std::size_t(s) * d.B, p.early = dzero, p.tok = dtok;
       p.flush_hint = c.op == Op::verify ? 0 : step_flushes[std::size_t(s)];  // as the backend passes it
+      p.early_hint = 0;  // steady state: no buffer overflows
       return p;
     };
     auto launch = [&](int s) {

@@ -199,9 +199,12 @@ class CudaBackend final : public emu::DecodeBackend {
     dtok_.upload(tok_.data(), tok_.size());
     p.n = dn_.p, p.early = dearly_.p, p.tok = dtok_.p;
     if (m_.replay()) {  // what the kernels' op_flushes sees, for the tuned flush kernel's grid
-      int count = 0;
-      for (int b = 0; b < d_.B; ++b)
+      int count = 0, early_count = 0;
+      for (int b = 0; b < d_.B; ++b) {
         count += early[std::size_t(b)] != 0 || (p.op != Op::verify && n_[std::size_t(b)] + 1 >= p.L);
+        early_count += early[std::size_t(b)] != 0;
+      }
+      p.early_hint = early_count;
       const int hint = fast_flush_hint();
       p.flush_hint = count > 0 && (hint > 0 || hint == -1) ? hint : count;  // never 0 where some flush
     }

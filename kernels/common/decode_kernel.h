@@ -57,6 +57,11 @@ struct KParams {
   // the fields above keep their offsets: v24a put it before hl, which changed the SASS of replay_group (it reads hl)
   // and measured verify 1-2% slower; here replay_group's SASS equals v22's.
   int flush_slices = 1;
+  // How many sequences flush early in this op where the caller knows it (the backend and the bench do); -1 = unknown.
+  // The step flush runs several row slices per CTA (flush_slices > 1) only where it is 0: an early flush goes through
+  // replay_flush, one slice per work item (the eleventh pass's review found v24 giving it whole-head items). After
+  // flush_slices for the same reason (the other fields keep their offsets).
+  int early_hint = -1;
 };
 
 // Both return a cudaError_t as int (0 = success).
@@ -150,6 +155,17 @@ inline int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms
   int fs = static_cast<int>(std::min<long long>(nsplit, (slices + slots - 1) / slots));
   while (fs < nsplit && flushing_seqs * H * ((nsplit + fs - 1) / fs) > slots) ++fs;  // the fewest CTAs that fit
   return fs;
+}
+
+// KParams::flush_slices of one op: 1 unless every flush of the op is a step flush that replay_lean runs (lean_flush:
+// the lean step-flush path is on and V % 4 == 0; not u=recompute, whose step flush is replay_flush's) and the caller
+// says that no sequence flushes early (early_hint == 0: an early flush takes replay_flush, one slice per work item);
+// then forced > 0 (set_fast_flush_slices, at most the head's slices), else flush_slices_rule.
+inline int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit,
+                             int sms) {
+  if (early_hint != 0 || !lean_flush || nsplit <= 1) return 1;
+  if (forced > 0) return std::min(forced, nsplit);
+  return flush_slices_rule(flushing_seqs, H, nsplit, sms);
 }
 
 }  // namespace replayssm::kern

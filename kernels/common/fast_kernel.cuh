@@ -34,6 +34,7 @@
 // op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
 // launchers.
 #include <atomic>
+#include <string>
 
 #include "kernels/common/fast_conv.cuh"
 #include "kernels/common/fast_replay_group.cuh"
@@ -150,8 +151,18 @@ __device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total)
 // v12); the CTAs of a flushing sequence return (1 / L of them in steady state). kReal (v17): the real head dims as
 // constants (real_dims).
 // v25: launched as the flush kernel's programmatic dependent (the flush kernel lets it launch at once): the two touch
-// disjoint sequences, so it runs beside the flush CTAs; each CTA waits for the flush grid only before it exits, so that
-// this kernel's completion still implies the flush kernel's (stream order for what follows).
+// disjoint sequences, so it runs beside the flush CTAs. v26: only the last CTA of the grid waits for the flush grid,
+// before it exits, so that this kernel's completion still implies the flush kernel's (stream order for what follows);
+// the others free their slots at once (v25: every CTA waited, holding its slot and shared memory until the flush grid
+// ended). g_pdl_wait_all = 1 (REPLAYSSM_PDL_WAIT=all in the environment) restores v25's waits (A/B).
+__device__ int g_pdl_wait_all = 0;
+inline int host_pdl_wait_all() {
+  static const int v = [] {
+    const char* e = std::getenv("REPLAYSSM_PDL_WAIT");
+    return e && std::string(e) == "all" ? 1 : 0;
+  }();
+  return v;
+}
 __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -178,7 +189,8 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
       else replay_head<C, kGdn, false, kK, kV>(p, sm, cta);
     }
   }
-  pdl_wait();  // a no-op where it was launched normally
+  if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1))
+    pdl_wait();  // a no-op where it was launched normally
 }
 
 // v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, i): row slices
@@ -208,8 +220,8 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     Cta cta{b, hd, sp, nsplit, min(fs, nsplit - sp)};
     if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) {
       replay_lean<C, kGdn, true, kK, kV>(p, sm, cta);
-    } else {
-      replay_flush<C, kGdn>(p, sm, cta);  // one slice: the launcher sets fs = 1 where these run
+    } else {  // one slice: the launcher sets fs = 1 wherever this branch can run (kern::step_flush_slices)
+      replay_flush<C, kGdn>(p, sm, cta);
     }
     __syncthreads();  // shared memory is reused by the next item
   }
@@ -225,7 +237,9 @@ inline bool host_kernel_split(int state_bits, const KParams& p) {
 }
 
 // v25: programmatic dependent launch of the split layout's non-flush kernel where the device has it (compute
-// capability 9.0+, cached per device); REPLAYSSM_PDL=0 in the environment turns it off (A/B).
+// capability 9.0+, cached per device); REPLAYSSM_PDL=0 in the environment turns it off (A/B). The device, not the
+// binary, decides: code built for an older arch (JIT on a 9.0 device) has no griddepcontrol, so the flush kernel never
+// triggers early and its dependent launches only when it completes (the implicit trigger): serialised, as without PDL.
 inline bool host_pdl() {
   static const bool env_off = [] {
     const char* e = std::getenv("REPLAYSSM_PDL");
@@ -265,9 +279,9 @@ inline std::size_t flush_smem_bytes(const KParams& p) {
 // caller's flush count (all sequences where it is unknown) and the device's SM count.
 inline int sm_count();
 inline int host_flush_slices(const KParams& p, int nsplit) {
-  if (fast_flush_slices() > 0) return std::min(fast_flush_slices(), nsplit);
   const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;
-  return flush_slices_rule(seqs, p.H, nsplit, sm_count());
+  const bool lean_flush = (host_lean() & 2) && p.V % 4 == 0;
+  return step_flush_slices(fast_flush_slices(), seqs, p.early_hint, lean_flush, p.H, nsplit, sm_count());
 }
 template <class C, bool kGdn>
 inline std::size_t smem_bytes(const KParams& p) {
@@ -295,7 +309,6 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     const bool split = host_kernel_split(C::kBits, p);
     const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
     p.flush_slices = p.head_floats > 0 && split && p.op == Op::step && !rec ? host_flush_slices(p, nsplit) : 1;
-    note_flush_slices_used(p.flush_slices);  // the tests check that whole-head flush CTAs ran where they force them
     p.group_heads = p.head_floats > 0 && split ? group_heads_for(p) : 1;  // the combined kernel: per head
     if (p.group_heads > 1) {  // replay_group's layout (the lean paths' smem_bytes still apply to the flush CTAs)
       const int f = group_plan<C, kGdn>(p, &p.hl);
@@ -312,6 +325,8 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     }
     if (std::size_t(p.B) * p.H > kCounters || p.B > 65535 || p.H > 65535) return -1;
     static const bool lean_set = [] {  // once per process, before any graph capture (the first launch is plain)
+      const int w = host_pdl_wait_all();
+      if (w && cudaMemcpyToSymbol(g_pdl_wait_all, &w, sizeof w) != cudaSuccess) return false;
       if (!std::getenv("REPLAYSSM_LEAN")) return true;
       const int v = host_lean();
       return cudaMemcpyToSymbol(g_lean, &v, sizeof v) == cudaSuccess;
@@ -336,6 +351,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       if (fgrid > 0) {  // the flushes first: their CTAs are the longest
         flush<<<fgrid, kThreads, fsm, s>>>(p);
         if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
+        note_flush_slices_used(p.flush_slices);  // the tests check that whole-head flush CTAs ran where they force them
       }
       // v25: the non-flush kernel as the flush kernel's programmatic dependent (sm_90+; REPLAYSSM_PDL=0 turns it off)
       cudaLaunchConfig_t cfg = {};

@@ -34,6 +34,13 @@ Case two_early_flushes_case(int L, int D) {
   return c;
 }
 
+Case step_at_capacity_case(int L, int D) {
+  Case c{"step at capacity", std::vector<Op>(std::size_t(L - 1), Op{}), -2.0, -0.01, false};
+  c.ops.push_back(Op{D, true, D});  // sequence b accepts (D + b) % (D + 1): D, 0
+  for (int i = 0; i < 3; ++i) c.ops.push_back(Op{});
+  return c;
+}
+
 std::vector<Case> cases_for(int L, int D, bool full, int long_steps) {
   auto steps = [](int n) { return std::vector<Op>(std::size_t(n), Op{}); };
   std::vector<Case> cs;

@@ -64,18 +64,25 @@ struct Layout {
 constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
                                {"split", 1, 1, kern::kExactFlushHint, kWholeHead},
                                {"group", 1, kAllGroupHeads, 1, 0}};
-std::vector<Layout> layouts_to_test() {
+// Two slices per flush CTA: at GDN's real dims (4 slices per head) a CTA's item starts at slice 2 (sp > 0 with ns > 1),
+// which whole heads never reach; the [real-head] cases add it (review of v24).
+constexpr Layout kSlicePairs{"split-pairs", 1, 1, kern::kExactFlushHint, 2};
+std::vector<Layout> layouts_to_test(bool pairs) {
   const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
-  if (v.empty()) return {std::begin(kLayouts), std::end(kLayouts)};
-  for (const Layout& l : kLayouts)
+  std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
+  if (pairs) all.push_back(kSlicePairs);
+  if (v.empty()) return all;
+  for (const Layout& l : all)
     if (v == l.name) return {l};
-  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split or group, got '%s'\n", v.c_str());
+  if (v == kSlicePairs.name) return {};  // a test without that layout: nothing of it to run
+  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group or split-pairs, got '%s'\n", v.c_str());
   std::exit(2);
 }
 
 // Whether a case's first ops are L steps (every case list here is built for L = 16): its L-th step flushes, which the
-// split layout's flush kernel runs with whole-head CTAs where the test forces them (v24).
+// split layout's flush kernel runs with whole-head CTAs where the test forces them (v24). (step_at_capacity_case's
+// flushing step has an early flush too, so its flush CTAs take one slice each: kern::step_flush_slices.)
 bool has_step_flush(const Case& c) {
   constexpr int kL = 16;
   int steps = 0;
@@ -101,13 +108,15 @@ std::vector<std::string> case_groups(const std::vector<Case>& cases) {
 // processes (scripts/gpu_checks.sh), since one instrumented process over every mode outlasts a device call.
 // u: only GDN replay_split modes of that u source (the largest policy, split again for the sanitizer jobs).
 // group: only the cases of that group (case_groups; "" = all); each case keeps the seed of its place in the list.
+// pairs: the ReplaySSM runs add the split layout with two slices per flush CTA (kSlicePairs).
 void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Policy policy, int u = -1,
-           const std::string& group = "") {
+           const std::string& group = "", bool pairs = false) {
   auto emu = make_emulated_backend();
   const std::vector<std::string> groups = case_groups(cases);
   // Conventional ops have no replay layouts: one run. ReplaySSM: every layout, and the grouped run must really group.
   const std::vector<Layout> settings =
-      policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]} : layouts_to_test();
+      policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]} : layouts_to_test(pairs);
+  if (settings.empty()) return;  // REPLAYSSM_TEST_LAYOUT names a layout this test does not run
   const bool forced_groups = policy != Policy::conventional_shared &&
                              std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.heads > 1; });
   const bool forced_split = policy != Policy::conventional_shared &&
@@ -180,7 +189,10 @@ Shape real_head_shape(Arch a) {
 
 // The real head dims (several 32-row slices per head) at batch 2, for two_early_flushes_case: the split layout's flush
 // kernel then runs the early flushes of two sequences in one op, each head's slices in different CTAs, and in the group
-// layout (told of one flushing sequence) its CTAs stride from the first sequence's items to the second's.
+// layout (told of one flushing sequence) its CTAs stride from the first sequence's items to the second's; and for
+// step_at_capacity_case: one step op whose flush kernel runs sequence 0's early flush (replay_flush) beside sequence
+// 1's step flush (replay_lean), where the split layout forces whole heads per flush CTA and the launcher must fall
+// back to one slice per CTA (an early flush is per slice; v24 missed it, the eleventh pass's review).
 Shape overflow_shape(Arch a) {
   Shape s = real_head_shape(a);
   s.name += ", batch 2";
@@ -236,12 +248,12 @@ TEST_CASE("CUDA ReplaySSM kernels at K = 32 (128-byte FP32 ring rows), quick cas
   TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels at the real head dims, 4 heads, main formats",               \
             "[gpu][real-head][" ARCH_TAG "]" POLICY_TAGS) {                                                           \
     (void)gpu();                                                                                                     \
-    check(real_head_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U);                                      \
+    check(real_head_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U, "", true);                            \
   }                                                                                                                  \
-  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: two sequences flush early in one verify, real head dims",   \
+  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: two sequences flush early in one op, real head dims",      \
             "[gpu][overflow][" ARCH_TAG "]" POLICY_TAGS) {                                                            \
     (void)gpu();                                                                                                     \
-    check(overflow_shape(ARCH), {two_early_flushes_case(16, 8)}, true, POLICY, U);                                   \
+    check(overflow_shape(ARCH), {two_early_flushes_case(16, 8), step_at_capacity_case(16, 8)}, true, POLICY, U);     \
   }
 
 REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::conventional_shared, "conventional", "[conventional]", -1)

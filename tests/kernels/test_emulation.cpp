@@ -114,20 +114,38 @@ TEST_CASE("State drift in LP formats: replay-split < replay-shared < conventiona
   }
 }
 
-TEST_CASE("the two-early-flush case flushes two sequences early in one verify", "[kernels]") {
-  // The GPU test's multi-sequence early flush (test_cuda_kernels, [overflow]) relies on it; checked on the emulation.
+// The flushes the emulation counts for the first `ops` ops of a case (0 = all), on the small shape (batch 2) in each
+// FP32 ReplaySSM mode of each arch (capacity 23 at L = 16, 8 drafts): the GPU test's [overflow] cases rely on them.
+namespace {
+void check_flush_counts(const Case& c, std::size_t ops, long want) {
   for (const Arch a : {Arch::gdn, Arch::mamba2}) {
     const Shape s = shapes_for("small", a).at(0);
     REQUIRE(s.dims.B == 2);
-    const Case c = two_early_flushes_case(16, 8);
-    const CaseInputs in = make_inputs(s, c, 7);
-    auto emu = make_emulated_backend();
+    CaseInputs in = make_inputs(s, c, 7);
+    if (ops > 0) in.ops.resize(ops), in.op_list.resize(ops);
     for (const Mode& m : modes_for(a, true)) {
       if (!m.replay() || m.format != formats::FormatId::fp32) continue;
-      // L - 1 steps fill no buffer; the first verify keeps 15 + 7 and 15 + 8 records (cap = 23); the second verify
-      // (4 drafts) overflows both, so both flush early; the last step flushes none.
       REQUIRE(m.capacity() == 23);
-      CHECK(run_backend(*emu, m, in).flushes == 2);
+      auto emu = make_emulated_backend();
+      INFO(arch_name(a) << " " << m.name() << ", " << c.name << ", first " << ops << " ops");
+      CHECK(run_backend(*emu, m, in).flushes == want);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("the two-early-flush case flushes two sequences early in one verify", "[kernels]") {
+  // L - 1 steps fill no buffer; the first verify keeps 15 + 7 and 15 + 8 records; the second verify (4 drafts)
+  // overflows both, so both flush early; the last step flushes none.
+  check_flush_counts(two_early_flushes_case(16, 8), 0, 2);
+}
+
+TEST_CASE("the step-at-capacity case flushes early and at the L-th record in one step", "[kernels]") {
+  // The verify leaves 15 + 8 records in sequence 0 (full) and 15 in sequence 1; the next step flushes both (early, and
+  // at the 16th record); the two steps after it flush none.
+  const Case c = step_at_capacity_case(16, 8);
+  check_flush_counts(c, 16, 0);
+  check_flush_counts(c, 17, 2);
+  check_flush_counts(c, 0, 2);
 }

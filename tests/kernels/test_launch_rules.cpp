@@ -10,6 +10,7 @@
 #include "kernels/common/replay_smem.h"
 
 using replayssm::kern::flush_slices_rule;
+using replayssm::kern::step_flush_slices;
 using replayssm::kern::group_heads_rule;
 using replayssm::kern::kFlushCtasPerSm;
 using replayssm::kern::kernel_split_rule;
@@ -76,7 +77,24 @@ TEST_CASE("flush slices: whole heads per flush CTA only where the slices outnumb
       CHECK((fs == 1 || seqs * 32 * nsplit > static_cast<long long>(kFlushCtasPerSm) * sms));
       // and then no more than needed to fit it (or the whole head)
       CHECK((fs == nsplit || fs == 1 || ctas <= static_cast<long long>(kFlushCtasPerSm) * sms));
+      // and the fewest that do: one slice fewer per CTA would not fit it
+      if (fs > 1) CHECK(seqs * 32 * ((nsplit + fs - 2) / (fs - 1)) > static_cast<long long>(kFlushCtasPerSm) * sms);
     }
+}
+
+TEST_CASE("flush slices of an op: several per CTA only for lean step flushes with no early flush", "[kernels]") {
+  const int sms = 132;
+  CHECK(step_flush_slices(0, 16, 0, true, 32, 4, sms) == 4);   // the bench's GDN step at B = 256 (early_hint 0)
+  CHECK(step_flush_slices(0, 16, -1, true, 32, 4, sms) == 1);  // a caller that does not know of early flushes
+  CHECK(step_flush_slices(0, 16, 1, true, 32, 4, sms) == 1);   // an early flush in the op (a step at capacity)
+  CHECK(step_flush_slices(0, 16, 0, false, 32, 4, sms) == 1);  // no lean step flush (REPLAYSSM_LEAN, V % 4)
+  for (const int forced : {2, 4, 1 << 20}) {                   // the tests' forced whole heads and pairs
+    CHECK(step_flush_slices(forced, 1, 0, true, 32, 4, sms) == std::min(forced, 4));
+    CHECK(step_flush_slices(forced, 1, 1, true, 32, 4, sms) == 1);
+    CHECK(step_flush_slices(forced, 1, -1, true, 32, 4, sms) == 1);
+    CHECK(step_flush_slices(forced, 1, 0, false, 32, 4, sms) == 1);
+    CHECK(step_flush_slices(forced, 1, 0, true, 32, 1, sms) == 1);
+  }
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
