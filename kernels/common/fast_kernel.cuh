@@ -34,6 +34,7 @@
 // op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
 // launchers.
 #include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/common/fast_conv.cuh"
@@ -195,7 +196,8 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 
 // v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, i): row slices
 // i fs .. i fs + fs - 1 of head h of the e-th flushing sequence (fs = KParams::flush_slices: v24, the step flush
-// stages the window and builds the tables once for fs slices; 1 before v24 and for the early / u=recompute flush),
+// stages the window and builds the tables once for fs slices; 1 before v24, for u=recompute and for any op with an
+// early flush or where the caller does not report them: KParams::early_hint, kern::step_flush_slices),
 // grid-strided, so that any grid is correct; the launcher sizes it from the caller's flush count
 // (KParams::flush_hint) so that each CTA usually takes one item.
 #ifndef REPLAYSSM_FLUSH_MIN_CTAS
@@ -275,8 +277,9 @@ inline std::size_t flush_smem_bytes(const KParams& p) {
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   return std::size_t(Smem{p.cap + p.T, p.T, p.K, rec, p.flush_slices * kRows}.size()) * sizeof(float);
 }
-// v24: slices per CTA of the split layout's step flush (KParams::flush_slices): kern::flush_slices_rule on the
-// caller's flush count (all sequences where it is unknown) and the device's SM count.
+// v24: slices per CTA of the split layout's step flush (KParams::flush_slices): kern::step_flush_slices (v26: one
+// unless the caller reports no early flush), then kern::flush_slices_rule on the caller's flush count (all sequences
+// where it is unknown) and the device's SM count.
 inline int sm_count();
 inline int host_flush_slices(const KParams& p, int nsplit) {
   const long long seqs = p.flush_hint >= 0 ? std::min(p.flush_hint, p.B) : p.B;

@@ -53,8 +53,10 @@ constexpr int kWholeHead = 1 << 20;  // every row slice of a head in one flush C
 // with a CTA per head (v13), and the split kernels with every head of a group per CTA (v12's replay_group), the last
 // claiming one flushing sequence where some flush, so that where several flush (the step flushes of the small shape's
 // two sequences; the [overflow] cases' two early flushes at the real head dims, whose per-head counters then count
-// slices from CTAs that first did the other sequence's items) its flush CTAs stride through them. REPLAYSSM_TEST_LAYOUT=combined|split|group keeps one (compute-sanitizer jobs, where the
-// tripled GPU work outlasts a device call; a run with one layout covers only its kernel instantiations).
+// slices from CTAs that first did the other sequence's items) its flush CTAs stride through them.
+// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs keeps one (compute-sanitizer jobs, where the tripled GPU work
+// outlasts a device call; a run with one layout covers only its kernel instantiations; with split-pairs, the tests
+// that do not run that layout return before any assertion).
 // The split layout also runs its step flushes with a whole head per flush CTA (v24; the rule's choice at the bench's
 // batch, 1 at the tests' batches, which the group layout keeps).
 struct Layout {
@@ -65,13 +67,13 @@ constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
                                {"split", 1, 1, kern::kExactFlushHint, kWholeHead},
                                {"group", 1, kAllGroupHeads, 1, 0}};
 // Two slices per flush CTA: at GDN's real dims (4 slices per head) a CTA's item starts at slice 2 (sp > 0 with ns > 1),
-// which whole heads never reach; the [real-head] cases add it (review of v24).
+// which whole heads never reach; the [real-head] cases add it where a head has more than two slices (review of v24).
 constexpr Layout kSlicePairs{"split-pairs", 1, 1, kern::kExactFlushHint, 2};
 std::vector<Layout> layouts_to_test(bool pairs) {
   const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
-  if (pairs) all.push_back(kSlicePairs);
+  if (pairs) all.push_back(kSlicePairs);  // the caller passes pairs only where it differs from whole heads
   if (v.empty()) return all;
   for (const Layout& l : all)
     if (v == l.name) return {l};
@@ -114,15 +116,16 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   auto emu = make_emulated_backend();
   const std::vector<std::string> groups = case_groups(cases);
   // Conventional ops have no replay layouts: one run. ReplaySSM: every layout, and the grouped run must really group.
-  const std::vector<Layout> settings =
-      policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]} : layouts_to_test(pairs);
+  const int nsplit = (s.dims.V + 31) / 32;  // 32-row slices per head
+  const std::vector<Layout> settings = policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]}
+                                                                             : layouts_to_test(pairs && nsplit > 2);
   if (settings.empty()) return;  // REPLAYSSM_TEST_LAYOUT names a layout this test does not run
   const bool forced_groups = policy != Policy::conventional_shared &&
                              std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.heads > 1; });
   const bool forced_split = policy != Policy::conventional_shared &&
                             std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.split == 1; });
   int used = 0;  // the largest heads per CTA of the forced runs
-  int slices_used = 0;  // the largest row slices per flush CTA of the runs that force whole heads
+  std::vector<int> slices_used(settings.size(), 0);  // per layout: the largest row slices per flush CTA it ran
   bool step_flushes = false;  // some case flushes in a step (not u=recompute, whose step flush is per slice)
   long split_launches = 0;  // launches of the split layout in the runs that force it
   int n_modes = 0;
@@ -135,7 +138,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
       if (m.policy != policy || (u >= 0 && m.usource != USource(u))) continue;
       ++n_modes;
       const CaseOutputs e = run_backend(*emu, m, in);
-      for (const Layout& lay : settings) {
+      for (std::size_t li = 0; li < settings.size(); ++li) {
+        const Layout& lay = settings[li];
         const GroupHeads scoped(lay.heads);
         const KernelSplit split(lay.split);
         const FlushHint hint(lay.flush_hint);
@@ -146,7 +150,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
         if (lay.split == 1) split_launches += kern::fast_split_launches(false);
-        if (lay.flush_slices > 1) slices_used = std::max(slices_used, kern::fast_flush_slices_used(false));
+        slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
         INFO(s.name << " " << re.kernel << " " << re.mode << " " << re.case_name << ", layout " << lay.name
@@ -162,11 +166,14 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   // Every test shape has an even H / G, and the fp32 modes run the tuned kernel: forced, some launch must group.
   if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
   if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
-  // Where they force whole-head flush CTAs, a head of several 32-row slices has them in its step flushes.
-  const bool forced_slices =
-      policy != Policy::conventional_shared &&
-      std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.flush_slices > 1; });
-  if (forced_slices && step_flushes && s.dims.V > 32) REQUIRE(slices_used > 1);
+  // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many
+  // (at most the head's): whole heads, or pairs starting at slices 0 and 2.
+  for (std::size_t li = 0; li < settings.size(); ++li) {
+    const int forced = settings[li].flush_slices;
+    if (policy == Policy::conventional_shared || forced <= 1 || !step_flushes || nsplit <= 1) continue;
+    INFO("layout " << settings[li].name);
+    REQUIRE(slices_used[li] == std::min(forced, nsplit));
+  }
 }
 
 std::vector<Case> sanitize_cases() {  // every kernel path once: a step, a flush, a long run, verifies, an early flush
