@@ -58,11 +58,9 @@ struct KParams {
   // and measured verify 1-2% slower; here replay_group's SASS equals v22's.
   int flush_slices = 1;
   // How many sequences flush early in this op where the caller knows it (the backend and the bench do); -1 = unknown.
-  // It must be exact or -1: 0 with an early flush in the op would flush one slice of that sequence's whole-head items.
-  // -1 (the default, and any early flush in the op) costs only speed: the op's step flushes then take one slice per CTA.
-  // The step flush runs several row slices per CTA (flush_slices > 1) only where it is 0: an early flush goes through
-  // replay_flush, one slice per work item (the eleventh pass's review found v24 giving it whole-head items). After
-  // flush_slices for the same reason (the other fields keep their offsets).
+  // The step flush runs several row slices per CTA only where it is 0 (kern::step_flush_slices): an early flush takes
+  // replay_flush, one slice per work item. So it must be exact or -1; -1 (the default) costs only speed. Last in the
+  // struct, like flush_slices, so that the other fields keep their offsets.
   int early_hint = -1;
 };
 
@@ -97,8 +95,9 @@ inline constexpr int kExactFlushHint = -2;
 void set_fast_flush_hint(int n);
 int fast_flush_hint();
 // Row slices per CTA of the split layout's step flush: 0 = flush_slices_rule below (default); n > 0 = n (at most the
-// head's slices), where step_flush_slices allows more than one (no early flush reported, the lean step flush). REPLAYSSM_FLUSH_SLICES=n in the environment sets the start value (A/B of one binary). The tests force
-// whole heads in their split layout (the rule gives 1 at their batch sizes). Results are bit-identical for every value.
+// head's slices), where step_flush_slices allows more than one (no early flush reported, the lean step flush).
+// REPLAYSSM_FLUSH_SLICES=n in the environment sets the start value (A/B of one binary). The tests force whole heads in
+// their split layout (the rule gives 1 at their batch sizes). Results are bit-identical for every value.
 void set_fast_flush_slices(int n);
 int fast_flush_slices();
 // The largest slices per flush CTA a tuned ReplaySSM launch used since the last call with reset = true (tests).

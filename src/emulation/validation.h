@@ -38,9 +38,9 @@ std::vector<Case> cases_for(int L, int max_drafts, bool full, int long_steps);
 // that both buffers are nearly full, then a verify of min(4, max_drafts) drafts that flushes early in sequences 0 and 1
 // in the same op, then a step: the case behind the tuned flush kernel's multi-sequence early flush (B >= 2).
 Case two_early_flushes_case(int L, int max_drafts);
-// L - 1 steps, a verify of max_drafts drafts that sequence 0 accepts whole (its buffer then full) and sequence 1 rejects,
-// then steps: the first of them flushes early in sequence 0 and at the L-th record in sequence 1, in one step op (the
-// tuned flush kernel's early flush reached with the step's whole-head items, B >= 2).
+// L - 1 steps, a verify of max_drafts drafts that sequence 0 accepts whole (its buffer then full) and sequence 1
+// rejects, then steps: the first of them flushes early in sequence 0 and at the L-th record in sequence 1, in one step
+// op (an early flush in a step op, which the tuned launcher must give one slice per flush CTA; B >= 2).
 Case step_at_capacity_case(int L, int max_drafts);
 
 // Inputs of a whole case (one TokenData per op) and the initial state.
