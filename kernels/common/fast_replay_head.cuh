@@ -14,7 +14,8 @@ namespace replayssm::kern::fast {
 // The checkpoint rows of a warp's next group fly while it computes the current one: a per-warp two-stage ring in
 // shared memory filled by cp.async (codes, scales, and the HP rows for split u=hp), warp-local waits only. In the
 // combined kernel the other CTAs of the head (same grid as v5) return at once; v13's replay_hot_kernel launches one CTA
-// per head.
+// per head. v28: a step with the whole checkpoint in flight from the start (kAllStages) runs its row dots before the
+// window lands (head_early).
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -150,6 +151,15 @@ __host__ __device__ inline int head_ring_stages(const KParams& p, bool u_hp) {
   return C::kBits == 8 && !u_hp && real_dims<kGdn>(p) ? nsplit : 2;
 }
 
+// v28: where the whole checkpoint is in flight from the start (kAllStages), a step runs its row dots (S_c q_t, S_c k_t)
+// before the window lands: they need only the checkpoint and the token's q and k, which then sit in rows 0 and 1 of
+// the Q region (so its Smem has T >= 2), at places that do not depend on n. Must agree with replay_head's `early`.
+template <class C, bool kGdn>
+__host__ __device__ inline bool head_early(const KParams& p, bool u_hp) {
+  return C::kBits == 8 && !u_hp && real_dims<kGdn>(p) && p.op != Op::verify;
+}
+__host__ __device__ inline int head_q_rows(const KParams& p, bool early) { return early && p.T < 2 ? 2 : p.T; }
+
 // Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
 template <class C, bool kGdn>
 __host__ __device__ inline int head_smem_floats(const KParams& p) {
@@ -158,7 +168,8 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
   if (p.V % 4 != 0 || (p.K * C::kBits / 8) % 16 != 0 || p.code_bytes % 16 != 0 || p.scale_bytes % 4 != 0) return 0;
   const int nsplit = (p.V + kRows - 1) / kRows;
-  const Smem L{head_records(p), p.T, p.K, rec, nsplit * kRows, p.skip != nullptr, false};
+  const Smem L{head_records(p), head_q_rows(p, head_early<C, kGdn>(p, u_hp)), p.K, rec, nsplit * kRows,
+               p.skip != nullptr, false};
   const int stages = head_ring_stages<C, kGdn>(p, u_hp);
   const int f = ring_offset(L.size(), kHeadRingMod) + kWarps * stages * head_stage_bytes<C>(p, u_hp) / 4;
   return f * 4 <= 160 * 1024 ? f : 0;
@@ -182,8 +193,10 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const int nd = p.op == Op::verify ? p.T : 1;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
+  // v28 (head_early): the step's row dots before the window lands; kAllStages as kAll below.
+  const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && p.op != Op::verify;
   const int R = nsplit * kRows;
-  const Smem L{head_records(p), p.T, K, recompute, R, p.skip != nullptr, false};
+  const Smem L{head_records(p), head_q_rows(p, early), K, recompute, R, p.skip != nullptr, false};
   const int NR = L.NR;
   float* sA = sm + L.oA();
   float* sB = sm + L.oB();
@@ -226,6 +239,12 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   if constexpr (kAll) {
 #pragma unroll
     for (int g = 0; g < nsplit; ++g) issue(g);
+    if (early) {  // v28: the token's q and k (rows 0, 1 of the Q region) with the checkpoint, before n is needed
+      const std::size_t o = (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
+      if (act && warp == 0) cp_async16(sQ + 4 * lane, p.q + o);
+      if (kGdn && act && warp == 1) cp_async16(sQ + K + 4 * lane, p.k + o);
+      cp_async_commit();
+    }
   }
   {
     const float* ra = p.ra + std::size_t(hh) * p.cap;
@@ -245,7 +264,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     if (act) {
       for (int j = warp; j < W; j += kWarps)
         cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
-      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+      if (!early)
+        for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
     }
     for (int c4 = lane; c4 < V4; c4 += 32) {
       const int c = 4 * c4;
@@ -258,8 +278,31 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       }
     }
   }
+  // 3a's kAll row loop (v23: the step's nd = 1 and row scaling as constants where they hold; v28: the step's runs
+  // before the window lands, verify's after, one instantiation each)
+  auto rows = [&](auto nd_c, auto row_c, const float* sKn) {
+    float* dq = sm + L.oD();  // sDq0, sDk0 of 3a (declared there: declared here, they moved the FP32 paths' SASS)
+    float* dk = dq + nd * R;
+#pragma unroll
+    for (int g = 0; g < nsplit; ++g) {
+      const int hr = g * kRows + rr0;
+      if (hr < V)
+        stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value>(
+            p, ring + g * SB, RB, oHP, oSC, nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
+    }
+  };
+  using One = std::integral_constant<int, 1>;
+  using Any = std::integral_constant<int, 0>;
+  using Row = std::true_type;
+  using Gen = std::false_type;
   if constexpr (kAll) {
     cp_async_commit();
+    if (early) {  // v28: 3a for the step, while the window flies (every stage and q, k were the first group)
+      cp_async_wait<1>();
+      __syncthreads();  // q, k were copied by warps 0 and 1
+      if (scaled<C>(p) && p.scaling == formats::Scaling::row) rows(One{}, Row{}, sQ + K);
+      else rows(One{}, Gen{}, sQ + K);
+    }
     cp_async_wait<0>();  // the window and every group
   } else {
     issue(0);
@@ -321,24 +364,10 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* sDq0 = sm + L.oD();
   float* sDk0 = sDq0 + nd * R;
   if constexpr (kAll) {  // every stage landed before the barrier above; nothing is refilled
-    auto rows = [&](auto nd_c, auto row_c) {  // the step (nd = 1) and row scaling as constants where they hold
-#pragma unroll
-      for (int g = 0; g < nsplit; ++g) {
-        const int hr = g * kRows + rr0;
-        if (hr < V)
-          stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value>(
-              p, ring + g * SB, RB, oHP, oSC, nsc, K, lane, sQ, sK + n * K, nd, R, sDq0 + hr, sDk0 + hr);
-      }
-    };
-    using One = std::integral_constant<int, 1>;
-    using Any = std::integral_constant<int, 0>;
-    using Row = std::true_type;
-    using Gen = std::false_type;
-    const bool row = scaled<C>(p) && p.scaling == formats::Scaling::row;
-    if (nd == 1 && row) rows(One{}, Row{});
-    else if (nd == 1) rows(One{}, Gen{});
-    else if (row) rows(Any{}, Row{});
-    else rows(Any{}, Gen{});
+    if (!early) {  // verify (a step ran it above, v28), any draft count (v23-v26: T = 1 took the step's constant)
+      if (scaled<C>(p) && p.scaling == formats::Scaling::row) rows(Any{}, Row{}, sK + n * K);
+      else rows(Any{}, Gen{}, sK + n * K);
+    }
   } else {
     for (int g = 0; g < nsplit; ++g) {
       if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
