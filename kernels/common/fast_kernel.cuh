@@ -73,6 +73,14 @@ inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32 && kGroup) ? 3 : 4
 __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
   return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
 }
+// v30: a CTA's first test with both loads issued before either is tested, so that it waits one L2 round trip, not two
+// in a row (the short-circuit `||` orders the loads, and with `||` here nvcc sinks the load of n back under the
+// branch). In the combined and the per-head non-flush kernels (Mamba-2 steps -1.2..-2.9%, GDN -0.1..-1.5%); not the
+// group kernel's verify, which lost 0.4-0.8% (PERF_NOTES, fourteenth pass).
+__device__ __forceinline__ bool cta_flushes(const KParams& p, int b) {
+  const int early = p.early[b], n = p.n[b];
+  return (early != 0) | (p.op != Op::verify && n + 1 >= p.L);
+}
 
 // kReal (v17): the replay paths with the head dims of the real shapes as constants, where the launcher finds p.K, p.V
 // equal to them (ptxas folds the lane masks, loop bounds and row offsets: replay_head ~13% fewer SASS instructions,
@@ -92,7 +100,7 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kern
   extern __shared__ __align__(16) float sm[];
   constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
   const Cta cta{int(blockIdx.z), int(blockIdx.y), int(blockIdx.x), int(gridDim.x)};
-  const bool flush = op_flushes(p, cta.b);
+  const bool flush = cta_flushes(p, cta.b);
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
   const int lean = g_lean;
   if ((lean & 1) && p.V % 4 == 0 && !flush) {  // hot path: 15 of 16 steps (L=16)
@@ -178,7 +186,7 @@ template <class C, bool kGdn, bool kGroup, bool kReal = false>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   const int b = blockIdx.y;
-  if (!op_flushes(p, b)) {
+  if (!(kGroup ? op_flushes(p, b) : cta_flushes(p, b))) {  // v30: cta_flushes
     const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
     const Cta cta{b, int(blockIdx.x) * (kGroup ? p.group_heads : 1), 0, (p.V + kRows - 1) / kRows};
     constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
