@@ -63,12 +63,19 @@ inline int host_lean() {
 // default below B = 66 for GDN) and FP32 split u=hp (the HP ring).
 template <class C, bool kGdn, bool kGroup = false>
 inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32 && kGroup) ? 3 : 4;
+// v31: Mamba-2's per-head non-flush kernel with 8-bit codes is compiled for 6 CTAs per SM (40 registers, 16 / 60 B of
+// spills): latency-bound between its barriers, it gains more from the extra CTAs than it loses to the spills (B = 256,
+// L = 16: Mamba-2 FP8 steps -5.3%). Every other replay kernel lost at 5 or 6 CTAs per SM (FP32 step +7..+86%, verify
+// +1..+30%, GDN u=hp and u=recompute +5.5%); GDN's FP8 step gained 2.0% at 5 with u=hp's path in the same kernel and
+// lost 3.2% with u=hp in a kernel of its own (more spills), so GDN keeps 4 (PERF_NOTES, fourteenth pass).
+template <class C, bool kGdn, bool kGroup>
+inline constexpr int kHotMinCtas = C::kBits == 8 && !kGdn && !kGroup ? 6 : kReplayMinCtas<C, kGdn, kGroup>;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_REPLAY_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_HOT_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
 #else
 #define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
-#define REPLAYSSM_HOT_BOUNDS (kReplayMinCtas<C, kGdn, kGroup>)
+#define REPLAYSSM_HOT_BOUNDS (kHotMinCtas<C, kGdn, kGroup>)
 #endif
 __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
   return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
