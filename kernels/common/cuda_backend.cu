@@ -271,6 +271,13 @@ std::atomic<long> g_split_launches{0};
 }  // namespace
 long fast_split_launches(bool reset) { return reset ? g_split_launches.exchange(0) : g_split_launches.load(); }
 void note_split_launch() { ++g_split_launches; }
+namespace {
+std::atomic<long> g_step_kernel_launches{0};
+}  // namespace
+long fast_step_kernel_launches(bool reset) {
+  return reset ? g_step_kernel_launches.exchange(0) : g_step_kernel_launches.load();
+}
+void note_step_kernel_launch() { ++g_step_kernel_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 namespace {
 std::atomic<int>& flush_slices_mode() {

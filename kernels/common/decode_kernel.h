@@ -87,6 +87,10 @@ void note_group_heads_used(int n);
 // really ran where they force it).
 long fast_split_launches(bool reset);
 void note_split_launch();
+// How many tuned ReplaySSM launches ran head_step_kernel (v32: the one-token FP8 row-scaled step at the real dims in
+// the split layout; REPLAYSSM_STEP_KERNEL=0 in the environment turns it off) since the last call with reset = true.
+long fast_step_kernel_launches(bool reset);
+void note_step_kernel_launch();
 // The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;
 // -1 = unknown; n > 0 = claim n where some sequence flushes (the true 0 where none does; 0 and values below -1 mean
 // kExactFlushHint, since a claim of 0 would skip the flushes). The tests claim 1 in one of their runs (the tuned flush

@@ -70,12 +70,19 @@ inline constexpr int kReplayMinCtas = (kGdn && C::kBits == 32 && kGroup) ? 3 : 4
 // lost 3.2% with u=hp in a kernel of its own (more spills), so GDN keeps 4 (PERF_NOTES, fourteenth pass).
 template <class C, bool kGdn, bool kGroup>
 inline constexpr int kHotMinCtas = C::kBits == 8 && !kGdn && !kGroup ? 6 : kReplayMinCtas<C, kGdn, kGroup>;
+// v34: head_step_kernel (v32-v33: the FP8 row-scaled step with its constants folded, no spills at 64 / 40 registers)
+// fits 5 CTAs per SM for GDN (48 registers, 37 KB of shared memory each) and 8 for Mamba-2 (32 registers, 24 KB),
+// both without spills: GDN FP8 steps -4.5%, Mamba-2 -5..-7% against 4 / 6 (PERF_NOTES, fifteenth pass).
+template <bool kGdn>
+inline constexpr int kStepMinCtas = kGdn ? 5 : 8;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_REPLAY_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_HOT_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
+#define REPLAYSSM_HOT_BOUNDS_STEP REPLAYSSM_REPLAY_MIN_CTAS
 #else
 #define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
 #define REPLAYSSM_HOT_BOUNDS (kHotMinCtas<C, kGdn, kGroup>)
+#define REPLAYSSM_HOT_BOUNDS_STEP (kStepMinCtas<kGdn>)
 #endif
 __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
   return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
@@ -171,6 +178,14 @@ __device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total)
 // before it exits, so that this kernel's completion still implies the flush kernel's (stream order for what follows);
 // the others free their slots at once (v25: every CTA waited, holding its slot and shared memory until the flush grid
 // ended). g_pdl_wait_all = 1 (REPLAYSSM_PDL_WAIT=all in the environment) restores v25's waits (A/B).
+// v32: REPLAYSSM_STEP_KERNEL=0 in the environment keeps replay_hot_kernel for every case (A/B of one binary).
+inline bool host_step_kernel() {
+  static const bool on = [] {
+    const char* e = std::getenv("REPLAYSSM_STEP_KERNEL");
+    return !(e && *e && std::atoi(e) == 0);
+  }();
+  return on;
+}
 __device__ int g_pdl_wait_all = 0;
 inline int host_pdl_wait_all() {
   static const int v = [] {
@@ -207,6 +222,27 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1))
     pdl_wait();  // a no-op where it was launched normally
+}
+// v32: replay_hot_kernel's per-head form for the one case that the bench's FP8 rows and the split layout's default run:
+// a one-token step, 8-bit row-scaled codes, the real dims, not u=hp nor u=recompute (launcher: head_step_kernel_applies),
+// with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel.
+template <class C, bool kGdn>
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
+  extern __shared__ __align__(16) float sm[];
+  __shared__ __align__(8) std::uint64_t bar;  // v33: the window's bulk copies (FP8 rings: insensitive to the base)
+  const int b = blockIdx.y;
+  if (!cta_flushes(p, b)) {
+    const Cta cta{b, int(blockIdx.x), 0, (kRealV<kGdn> + kRows - 1) / kRows};
+    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true>(p, sm, cta, &bar);
+  }
+  if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
+}
+template <class C, bool kGdn>
+inline bool head_step_kernel_applies(const KParams& p, bool real) {
+  const bool split = p.policy == emu::Policy::replay_split;
+  const bool other_u = kGdn && split && p.usource != emu::USource::lp;
+  return C::kBits == 8 && C::kBlock != 0 && real && p.op == Op::step && p.T == 1 &&
+         p.scaling == formats::Scaling::row && !other_u && p.group_heads == 1 && host_step_kernel();
 }
 
 // v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, i): row slices
@@ -360,6 +396,11 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       auto* hot = p.group_heads > 1 ? (real ? replay_hot_kernel<C, kGdn, true, true> : replay_hot_kernel<C, kGdn, true>)
                   : real            ? replay_hot_kernel<C, kGdn, false, true>
                                     : replay_hot_kernel<C, kGdn, false>;
+      if constexpr (C::kBits == 8 && C::kBlock != 0)
+        if (head_step_kernel_applies<C, kGdn>(p, real)) {
+          hot = head_step_kernel<C, kGdn>;
+          note_step_kernel_launch();  // the tests check that it ran where it applies
+        }
       auto* flush = real ? replay_flush_kernel<C, kGdn, true> : replay_flush_kernel<C, kGdn>;
       const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);
       cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));

@@ -21,6 +21,33 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+// v33: the step kernel's window records by bulk copies (one thread issues each head's k and w records as one copy
+// each) completing on a shared-memory mbarrier, instead of a cp.async per 16 bytes from every warp (the v32 profile:
+// the window's staging loops were ~13% of Mamba-2's FP8 step instructions).
+__device__ __forceinline__ unsigned smem_addr(const void* s) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(s));
+}
+__device__ __forceinline__ void mbar_init_tx(std::uint64_t* bar, unsigned bytes) {  // one arrival, bytes in flight
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* s, const void* g, unsigned bytes, std::uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(s)),
+               "l"(g), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait0(std::uint64_t* bar) {  // phase 0 completed
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar))
+        : "memory");
+  } while (!done);
+}
 // K: p.K, or the same value as a constant (replay_head's kK).
 template <class C>
 __host__ __device__ inline int head_nsc(const KParams& p, int K) {  // scales per row in the ring
@@ -32,6 +59,11 @@ __host__ __device__ inline int head_nsc(const KParams& p) { return head_nsc<C>(p
 template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp, int K) {  // one ring stage: 4 rows
   return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * head_nsc<C>(p, K) + 15) / 16 * 16;
+}
+// kStep's form (v32): the scales per row as a constant.
+template <class C>
+__host__ __device__ constexpr int head_stage_bytes_nsc(bool u_hp, int K, int nsc) {
+  return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * nsc + 15) / 16 * 16;
 }
 template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) { return head_stage_bytes<C>(p, u_hp, p.K); }
@@ -129,6 +161,7 @@ __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint
 __host__ __device__ inline int head_records(const KParams& p) {
   return p.op == Op::verify ? p.cap : (p.L - 1 < p.cap ? p.L - 1 : p.cap);
 }
+__host__ __device__ inline int step_records(const KParams& p) { return p.L - 1 < p.cap ? p.L - 1 : p.cap; }  // kStep
 // The ring's offset: ring_offset, kHeadRingMod, kGroupRingMod (replay_smem.h).
 
 // kReal (v17): the head dims of the real shapes, which the replay paths take as compile-time constants where the
@@ -177,8 +210,14 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 
 // kK, kV (v17): the head dims as constants where the launcher found them equal (0: p.K, p.V), so that ptxas folds
 // the lane masks, loop bounds and row offsets of the real shapes (kernels/PERF_NOTES.md, ninth pass).
-template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0>  // kHp: GDN replay_split u=hp (a second row copy)
-__device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta) {
+// kStep (v32, head_step_kernel): the launcher found a one-token step with 8-bit row-scaled codes at the real dims, not
+// u=hp nor u=recompute; the draft count, the scaling's selects and the ring's stage layout then fold (the v31 profile:
+// Mamba-2's FP8 non-flush kernel issues ~1000 instructions per warp and head at IPC 3.5, of which ~6% re-derived the
+// scales per row from p.scaling and ~5% the shared-memory layout).
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false>  // kHp: GDN replay_split u=hp
+__device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
+  static_assert(!kStep || (C::kBits == 8 && !kHp && kK > 0 && kV > 0), "replay_head: kStep needs 8-bit real dims");
+  static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h = cta.h, hh = b * p.H + h;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -187,16 +226,17 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const bool act = 4 * lane < K;
   const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
-  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
+  const bool recompute = !kStep && kGdn && split && p.usource == emu::USource::recompute;
   constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel / replay_hot_kernel)
   const int n = p.n[b];
-  const int nd = p.op == Op::verify ? p.T : 1;
+  const int nd = kStep ? 1 : p.op == Op::verify ? p.T : 1;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
   // v28 (head_early): the step's row dots before the window lands; kAllStages as kAll below.
-  const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && p.op != Op::verify;
+  const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && (kStep || p.op != Op::verify);
   const int R = nsplit * kRows;
-  const Smem L{head_records(p), head_q_rows(p, early), K, recompute, R, p.skip != nullptr, false};
+  const Smem L{kStep ? step_records(p) : head_records(p), kStep ? 2 : head_q_rows(p, early), K, recompute, R,
+               p.skip != nullptr, false};
   const int NR = L.NR;
   float* sA = sm + L.oA();
   float* sB = sm + L.oB();
@@ -215,8 +255,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   constexpr bool kAll = kAllStages<C, kHp, (kK > 0 && kV > 0)>;
   const int NS = kAll ? nsplit : 2;
   const int RB = K * C::kBits / 8;
-  const int nsc = head_nsc<C>(p, K);
-  const int SB = head_stage_bytes<C>(p, u_hp, K);
+  const int nsc = kStep ? 1 : head_nsc<C>(p, K);
+  const int SB = kStep ? head_stage_bytes_nsc<C>(false, K, 1) : head_stage_bytes<C>(p, u_hp, K);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod)) + warp * NS * SB;
   const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;
@@ -231,7 +271,11 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       const float* hs = ghp + std::size_t(r) * K;
       for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
     }
-    if (lane < 4 * nsc) cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
+    if constexpr (kStep) {  // v33: the 4 rows' scales are 16 contiguous, aligned bytes (row scaling: nsc = 1)
+      if (lane == 0) cp_async16(st + oSC, gsc + r);
+    } else if (lane < 4 * nsc) {
+      cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
+    }
   };
 
   // 1. The window by cp.async (as replay_lean, all rows of the head), then the first two groups of rows (kAll: every
@@ -261,6 +305,25 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         else sB[tid] = 1.0f;
       }
     }
+    if constexpr (kStep) {  // v33: the n records' k and w rows as two bulk copies; the token's rows by cp.async
+      if (tid == 0) {
+        const unsigned bk = unsigned(n) * K * 4, bw = unsigned(n) * V * 4;
+        mbar_init_tx(bar, bk + bw);
+        if (n > 0) {
+          bulk_copy(sK, p.rk + std::size_t(hh) * p.cap * K, bk, bar);
+          bulk_copy(sW, rw, bw, bar);
+        }
+      }
+      if (act && warp == kWarps - 1) cp_async16(sK + n * K + 4 * lane, tk);
+      if (warp == kWarps - 2)
+        for (int c4 = lane; c4 < V4; c4 += 32) {
+          const int c = 4 * c4;
+          const std::size_t o = (bt(0) * p.H + h) * V + c;
+          cp_async16(sVt + c, p.v + o);
+          if (!kGdn) cp_async16(sW + n * R + c, p.v + o);
+          if (p.skip) cp_async16(sSk + c, p.skip + o);
+        }
+    } else {
     if (act) {
       for (int j = warp; j < W; j += kWarps)
         cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
@@ -277,6 +340,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         if (p.skip) cp_async16(sSk + t * R + c, p.skip + o);
       }
     }
+    }  // !kStep
   }
   // 3a's kAll row loop (v23: the step's nd = 1 and row scaling as constants where they hold; v28: the step's runs
   // before the window lands, verify's after, one instantiation each)
@@ -300,10 +364,11 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     if (early) {  // v28: 3a for the step, while the window flies (every stage and q, k were the first group)
       cp_async_wait<1>();
       __syncthreads();  // q, k were copied by warps 0 and 1
-      if (scaled<C>(p) && p.scaling == formats::Scaling::row) rows(One{}, Row{}, sQ + K);
+      if (kStep || (scaled<C>(p) && p.scaling == formats::Scaling::row)) rows(One{}, Row{}, sQ + K);
       else rows(One{}, Gen{}, sQ + K);
     }
     cp_async_wait<0>();  // the window and every group
+    if constexpr (kStep) mbar_wait0(bar);  // v33: the records' bulk copies
   } else {
     issue(0);
     cp_async_commit();
@@ -317,7 +382,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   {
     const int W = n + nd;
     for (int x = tid; x < nd * W; x += kThreads) {
-      const int t = x / W, j = x - t * W;
+      const int t = kStep ? 0 : x / W, j = x - t * W;  // v33: kStep's nd = 1, no division
       if (j > n + t) continue;
       float g = 1.0f;
 #pragma unroll 4
@@ -330,7 +395,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   {
     const int W = n + nd;
     for (int task = warp; task < nd * W; task += kWarps) {
-      const int t = task / W, j = task - t * W;
+      const int t = kStep ? 0 : task / W, j = task - t * W;
       if (j > n + t) continue;
       const float g = sGd[t * NR + j];
       const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};

@@ -92,6 +92,10 @@ bool has_step_flush(const Case& c) {
   return steps >= kL;
 }
 
+bool has_step(const Case& c) {
+  return std::any_of(c.ops.begin(), c.ops.end(), [](const auto& op) { return !op.verify; });
+}
+
 // The cases' groups, so that the long awkward list can run as several sanitizer processes: "steps", "long", and the
 // verify cases in two halves, "verify-1" and "verify-2".
 std::vector<std::string> case_groups(const std::vector<Case>& cases) {
@@ -128,6 +132,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   std::vector<int> slices_used(settings.size(), 0);  // per layout: the largest row slices per flush CTA it ran
   bool step_flushes = false;  // some case flushes in a step (not u=recompute, whose step flush is per slice)
   long split_launches = 0;  // launches of the split layout in the runs that force it
+  long step_kernel_launches = 0;  // launches of head_step_kernel in the split per-head runs
+  bool expect_step_kernel = false;  // some such run had a step at the real dims with row-scaled 8-bit codes
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!group.empty() && groups[i] != group) continue;
@@ -147,7 +153,16 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         kern::fast_group_heads_used(true);
         kern::fast_flush_slices_used(true);
         kern::fast_split_launches(true);
+        kern::fast_step_kernel_launches(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
+        if (lay.split == 1 && lay.heads == 1) {
+          step_kernel_launches += kern::fast_step_kernel_launches(false);
+          const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
+          expect_step_kernel = expect_step_kernel ||
+                               (real && has_step(cases[i]) && m.format == formats::FormatId::fp8_e4m3 &&
+                                m.scaling == formats::Scaling::row && !(m.split() && m.arch == Arch::gdn &&
+                                                                        m.usource != USource::lp));
+        }
         if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
         if (lay.split == 1) split_launches += kern::fast_split_launches(false);
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
@@ -166,6 +181,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   // Every test shape has an even H / G, and the fp32 modes run the tuned kernel: forced, some launch must group.
   if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
   if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
+  if (expect_step_kernel) REQUIRE(step_kernel_launches > 0);  // v32: the FP8 row-scaled step's own kernel ran
   // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many
   // (at most the head's): whole heads, or pairs starting at slices 0 and 2.
   for (std::size_t li = 0; li < settings.size(); ++li) {
