@@ -28,7 +28,8 @@
 // v13 (seventh pass): where replay_head applies and kern::kernel_split_rule says so, two kernels per op instead of the
 // combined replay_kernel: replay_flush_kernel (the flushing sequences' row slices, found on the device), then
 // replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only
-// to return.
+// to return. v32-v34 (fifteenth pass): the one-token FP8 row-scaled step at the real dims runs head_step_kernel
+// instead, replay_head with the launcher's knowledge as constants and the window's records by bulk copies.
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_replay_lean.cuh
 // (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
 // op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
