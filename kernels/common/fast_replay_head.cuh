@@ -60,7 +60,8 @@ template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp, int K) {  // one ring stage: 4 rows
   return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * head_nsc<C>(p, K) + 15) / 16 * 16;
 }
-// kStep's form (v32): the scales per row as a constant.
+// kStep's form (v32): the scales per row as a constant. Not called by head_stage_bytes on purpose: routing it through
+// this helper moved ptxas's allocation of the group kernels (v32's first form: 12 / 24 -> 16 / 44 B of spills).
 template <class C>
 __host__ __device__ constexpr int head_stage_bytes_nsc(bool u_hp, int K, int nsc) {
   return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * nsc + 15) / 16 * 16;
@@ -161,7 +162,9 @@ __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint
 __host__ __device__ inline int head_records(const KParams& p) {
   return p.op == Op::verify ? p.cap : (p.L - 1 < p.cap ? p.L - 1 : p.cap);
 }
-__host__ __device__ inline int step_records(const KParams& p) { return p.L - 1 < p.cap ? p.L - 1 : p.cap; }  // kStep
+// kStep's record count (a step's head_records); kept apart from head_records for the same reason as
+// head_stage_bytes_nsc.
+__host__ __device__ inline int step_records(const KParams& p) { return p.L - 1 < p.cap ? p.L - 1 : p.cap; }
 // The ring's offset: ring_offset, kHeadRingMod, kGroupRingMod (replay_smem.h).
 
 // kReal (v17): the head dims of the real shapes, which the replay paths take as compile-time constants where the
