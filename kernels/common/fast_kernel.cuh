@@ -74,8 +74,8 @@ inline constexpr int kHotMinCtas = C::kBits == 8 && !kGdn && !kGroup ? 6 : kRepl
 // v34: head_step_kernel (v32-v33: the FP8 row-scaled step with its constants folded, no spills at 64 / 40 registers)
 // fits 5 CTAs per SM for GDN (48 registers, 37 KB of shared memory each) and 8 for Mamba-2 (32 registers, 24 KB),
 // both without spills: GDN FP8 steps -4.5%, Mamba-2 -5..-7% against 4 / 6 (PERF_NOTES, fifteenth pass).
-template <bool kGdn>
-inline constexpr int kStepMinCtas = kGdn ? 5 : 8;
+template <class C, bool kGdn>
+inline constexpr int kStepMinCtas = C::kBits == 32 ? kReplayMinCtas<C, kGdn> : kGdn ? 5 : 8;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_REPLAY_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_HOT_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
@@ -83,7 +83,7 @@ inline constexpr int kStepMinCtas = kGdn ? 5 : 8;
 #else
 #define REPLAYSSM_REPLAY_BOUNDS (kReplayMinCtas<C, kGdn>)
 #define REPLAYSSM_HOT_BOUNDS (kHotMinCtas<C, kGdn, kGroup>)
-#define REPLAYSSM_HOT_BOUNDS_STEP (kStepMinCtas<kGdn>)
+#define REPLAYSSM_HOT_BOUNDS_STEP (kStepMinCtas<C, kGdn>)
 #endif
 __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
   return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
@@ -242,8 +242,8 @@ template <class C, bool kGdn>
 inline bool head_step_kernel_applies(const KParams& p, bool real) {
   const bool split = p.policy == emu::Policy::replay_split;
   const bool other_u = kGdn && split && p.usource != emu::USource::lp;
-  return C::kBits == 8 && C::kBlock != 0 && real && p.op == Op::step && p.T == 1 &&
-         p.scaling == formats::Scaling::row && !other_u && p.group_heads == 1 && host_step_kernel();
+  const bool codes = (C::kBits == 8 && C::kBlock != 0 && p.scaling == formats::Scaling::row) || C::kBits == 32;
+  return codes && real && p.op == Op::step && p.T == 1 && !other_u && p.group_heads == 1 && host_step_kernel();
 }
 
 // v13: the flushing sequences' row slices in a kernel of their own. Work item w = (e, h, i): row slices
@@ -397,7 +397,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       auto* hot = p.group_heads > 1 ? (real ? replay_hot_kernel<C, kGdn, true, true> : replay_hot_kernel<C, kGdn, true>)
                   : real            ? replay_hot_kernel<C, kGdn, false, true>
                                     : replay_hot_kernel<C, kGdn, false>;
-      if constexpr (C::kBits == 8 && C::kBlock != 0)
+      if constexpr ((C::kBits == 8 && C::kBlock != 0) || C::kBits == 32)
         if (head_step_kernel_applies<C, kGdn>(p, real)) {
           hot = head_step_kernel<C, kGdn>;
           note_step_kernel_launch();  // the tests check that it ran where it applies

@@ -219,7 +219,9 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // scales per row from p.scaling and ~5% the shared-memory layout).
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
-  static_assert(!kStep || (C::kBits == 8 && !kHp && kK > 0 && kV > 0), "replay_head: kStep needs 8-bit real dims");
+  static_assert(!kStep || ((C::kBits == 8 || C::kBits == 32) && !kHp && kK > 0 && kV > 0),
+                "replay_head: kStep needs 8- or 32-bit codes at the real dims");
+  constexpr bool kRowSc = kStep && C::kBlock != 0;  // kStep with 8-bit codes: row scaling (FP32: none)
   static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h = cta.h, hh = b * p.H + h;
@@ -238,7 +240,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   // v28 (head_early): the step's row dots before the window lands; kAllStages as kAll below.
   const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && (kStep || p.op != Op::verify);
   const int R = nsplit * kRows;
-  const Smem L{kStep ? step_records(p) : head_records(p), kStep ? 2 : head_q_rows(p, early), K, recompute, R,
+  const Smem L{kStep ? step_records(p) : head_records(p), kStep ? (early ? 2 : 1) : head_q_rows(p, early), K, recompute, R,
                p.skip != nullptr, false};
   const int NR = L.NR;
   float* sA = sm + L.oA();
@@ -258,8 +260,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   constexpr bool kAll = kAllStages<C, kHp, (kK > 0 && kV > 0)>;
   const int NS = kAll ? nsplit : 2;
   const int RB = K * C::kBits / 8;
-  const int nsc = kStep ? 1 : head_nsc<C>(p, K);
-  const int SB = kStep ? head_stage_bytes_nsc<C>(false, K, 1) : head_stage_bytes<C>(p, u_hp, K);
+  const int nsc = kStep ? (kRowSc ? 1 : 0) : head_nsc<C>(p, K);
+  const int SB = kStep ? head_stage_bytes_nsc<C>(false, K, kRowSc ? 1 : 0) : head_stage_bytes<C>(p, u_hp, K);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod)) + warp * NS * SB;
   const std::uint8_t* gcodes = p.codes + std::size_t(hh) * p.code_bytes;
@@ -274,7 +276,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       const float* hs = ghp + std::size_t(r) * K;
       for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
     }
-    if constexpr (kStep) {  // v33: the 4 rows' scales are 16 contiguous, aligned bytes (row scaling: nsc = 1)
+    if constexpr (kRowSc) {  // v33: the 4 rows' scales are 16 contiguous, aligned bytes (row scaling: nsc = 1)
       if (lane == 0) cp_async16(st + oSC, gsc + r);
     } else if (lane < 4 * nsc) {
       cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
@@ -318,6 +320,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         }
       }
       if (act && warp == kWarps - 1) cp_async16(sK + n * K + 4 * lane, tk);
+      if (!early && act && warp == kWarps - 3) cp_async16(sQ + 4 * lane, tq);  // v35 (FP32): q is not staged early
       if (warp == kWarps - 2)
         for (int c4 = lane; c4 < V4; c4 += 32) {
           const int c = 4 * c4;
@@ -345,6 +348,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     }
     }  // !kStep
   }
+  if constexpr (kStep && !kAllStages<C, kHp, true>) __syncthreads();  // v35: the mbarrier's init before any wait
   // 3a's kAll row loop (v23: the step's nd = 1 and row scaling as constants where they hold; v28: the step's runs
   // before the window lands, verify's after, one instantiation each)
   auto rows = [&](auto nd_c, auto row_c, const float* sKn) {
@@ -367,7 +371,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     if (early) {  // v28: 3a for the step, while the window flies (every stage and q, k were the first group)
       cp_async_wait<1>();
       __syncthreads();  // q, k were copied by warps 0 and 1
-      if (kStep || (scaled<C>(p) && p.scaling == formats::Scaling::row)) rows(One{}, Row{}, sQ + K);
+      if (kRowSc || (scaled<C>(p) && p.scaling == formats::Scaling::row)) rows(One{}, Row{}, sQ + K);
       else rows(One{}, Gen{}, sQ + K);
     }
     cp_async_wait<0>();  // the window and every group
@@ -378,6 +382,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     issue(1);
     cp_async_commit();
     cp_async_wait<1>();  // the window and group 0
+    if constexpr (kStep) mbar_wait0(bar);  // v35: the records' bulk copies (init published by the barrier above)
   }
   __syncthreads();
 

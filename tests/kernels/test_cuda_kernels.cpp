@@ -159,9 +159,10 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
           step_kernel_launches += kern::fast_step_kernel_launches(false);
           const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
           expect_step_kernel = expect_step_kernel ||
-                               (real && has_step(cases[i]) && m.format == formats::FormatId::fp8_e4m3 &&
-                                m.scaling == formats::Scaling::row && !(m.split() && m.arch == Arch::gdn &&
-                                                                        m.usource != USource::lp));
+                               (real && has_step(cases[i]) &&
+                                (m.format == formats::FormatId::fp32 ||
+                                 (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row)) &&
+                                !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
         }
         if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
         if (lay.split == 1) split_launches += kern::fast_split_launches(false);
