@@ -141,11 +141,13 @@ int fast_kernel_split();
 // for one draft too) and for low-precision checkpoints (their non-flush code spilled in the combined kernel), a loss
 // for the FP32 step (its 1 / L flushes no longer hide behind the other CTAs) and for the u=recompute step (heavier
 // flushes). drafts: the verify op's draft count, 0 for a step. u=recompute verify splits, to keep v12's group path (not
-// measured in either layout).
-inline bool kernel_split_rule(int state_bits, int drafts, bool recompute) {
+// measured in either layout). fp32_step_kernel (v35, PERF_NOTES sixteenth pass): the FP32 step would run
+// head_step_kernel and that measured faster than the combined kernel (GDN at the real dims: -2.9%; Mamba-2 equal, so
+// its launcher passes false).
+inline bool kernel_split_rule(int state_bits, int drafts, bool recompute, bool fp32_step_kernel = false) {
   if (drafts >= 1) return true;
   if (recompute) return false;
-  return state_bits < 32;
+  return state_bits < 32 || fp32_step_kernel;
 }
 
 // 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window

@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }
 template <class C, bool kGdn>
-inline bool head_step_kernel_applies(const KParams& p, bool real) {
+inline bool head_step_kernel_applies(const KParams& p, bool real) {  // p.group_heads: 1 for a step (group_heads_rule)
   const bool split = p.policy == emu::Policy::replay_split;
   const bool other_u = kGdn && split && p.usource != emu::USource::lp;
   const bool codes = (C::kBits == 8 && C::kBlock != 0 && p.scaling == formats::Scaling::row) || C::kBits == 32;
@@ -283,11 +283,14 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
 
 // Which layout runs (v13): kern::kernel_split_rule, or kern::set_fast_kernel_split / REPLAYSSM_KERNEL_SPLIT=0|1
 // (decode_kernel.h).
-inline bool host_kernel_split(int state_bits, const KParams& p) {
+template <class C, bool kGdn>
+inline bool host_kernel_split(const KParams& p) {
   const int force = fast_kernel_split();
   if (force >= 0) return force == 1;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  return kernel_split_rule(state_bits, p.op == Op::verify ? p.T : 0, rec);
+  // v35: GDN's FP32 step runs head_step_kernel in the split layout (p.group_heads is still 1 here, as for any step)
+  const bool fp32_step_kernel = kGdn && C::kBits == 32 && head_step_kernel_applies<C, kGdn>(p, real_dims<kGdn>(p));
+  return kernel_split_rule(C::kBits, p.op == Op::verify ? p.T : 0, rec, fp32_step_kernel);
 }
 
 // v25: programmatic dependent launch of the split layout's non-flush kernel where the device has it (compute
@@ -361,7 +364,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
     p.group_shift = -1;
     for (int sh = 0; sh < 31 && p.G > 0 && p.H % p.G == 0; ++sh)
       if ((1 << sh) == p.H / p.G) p.group_shift = sh;
-    const bool split = host_kernel_split(C::kBits, p);
+    const bool split = host_kernel_split<C, kGdn>(p);
     const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
     p.flush_slices = p.head_floats > 0 && split && p.op == Op::step && !rec ? host_flush_slices(p, nsplit) : 1;
     p.group_heads = p.head_floats > 0 && split ? group_heads_for(p) : 1;  // the combined kernel: per head

@@ -99,8 +99,11 @@ TEST_CASE("flush slices of an op: several per CTA only for lean step flushes wit
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
   // PERF_NOTES "seventh pass" and "ninth pass": split for verify (the group path lives there, u=recompute included;
-  // drafts = T) and for low-precision checkpoints; combined for the FP32 step (drafts = 0) and the u=recompute step.
+  // drafts = T) and for low-precision checkpoints; combined for the FP32 step (drafts = 0) and the u=recompute step,
+  // except GDN's FP32 step at the real dims, which head_step_kernel runs faster in the split layout (sixteenth pass).
   CHECK_FALSE(kernel_split_rule(32, 0, false));
+  CHECK(kernel_split_rule(32, 0, false, true));  // v35: GDN's FP32 step where head_step_kernel runs it
+  CHECK_FALSE(kernel_split_rule(32, 0, true, true));
   for (const int T : {1, 2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
   for (const int bits : {4, 8, 16}) {
     CHECK(kernel_split_rule(bits, 0, false));
