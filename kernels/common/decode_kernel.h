@@ -142,12 +142,19 @@ int fast_kernel_split();
 // for the FP32 step (its 1 / L flushes no longer hide behind the other CTAs) and for the u=recompute step (heavier
 // flushes). drafts: the verify op's draft count, 0 for a step. u=recompute verify splits, to keep v12's group path (not
 // measured in either layout). fp32_step_kernel (v35, PERF_NOTES sixteenth pass): the FP32 step would run
-// head_step_kernel and that measured faster than the combined kernel (GDN at the real dims: -2.9%; Mamba-2 equal, so
-// its launcher passes false).
+// head_step_kernel and fp32_step_split_rule below says the split layout pays.
 inline bool kernel_split_rule(int state_bits, int drafts, bool recompute, bool fp32_step_kernel = false) {
   if (drafts >= 1) return true;
   if (recompute) return false;
   return state_bits < 32 || fp32_step_kernel;
+}
+// Where GDN's FP32 step runs head_step_kernel (v35, the real dims; Mamba-2 measured equal and stays combined): the
+// split layout where no sequence flushes (flush_hint == 0: no flush kernel at all) or where the heads of the op fill
+// many waves (B H >= kFp32StepSplitHeads), so that the flush kernel's one wave is a small share of the op. Measured
+// (B = 1, 16, 64, 256, 512; H = 32): -7.8%, +20%, +16%, -2.6%, -5.4% against the combined kernel.
+inline constexpr long long kFp32StepSplitHeads = 8192;
+inline bool fp32_step_split_rule(long long heads, long long flush_hint) {
+  return flush_hint == 0 || heads >= kFp32StepSplitHeads;
 }
 
 // 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window

@@ -13,6 +13,7 @@ using replayssm::kern::flush_slices_rule;
 using replayssm::kern::step_flush_slices;
 using replayssm::kern::group_heads_rule;
 using replayssm::kern::kFlushCtasPerSm;
+using replayssm::kern::fp32_step_split_rule;
 using replayssm::kern::kernel_split_rule;
 using replayssm::kern::kMinGroupCtasPerSm;
 using replayssm::kern::kMinGroupDrafts;
@@ -104,6 +105,13 @@ TEST_CASE("kernel layout: the split kernels where they measured faster", "[kerne
   CHECK_FALSE(kernel_split_rule(32, 0, false));
   CHECK(kernel_split_rule(32, 0, false, true));  // v35: GDN's FP32 step where head_step_kernel runs it
   CHECK_FALSE(kernel_split_rule(32, 0, true, true));
+  // ... where no sequence flushes, or at B H >= 8192 heads (B = 256 for H = 32), not at B = 16 or 64 with flushes
+  CHECK(fp32_step_split_rule(32, 0));
+  CHECK(fp32_step_split_rule(256LL * 32, 16));
+  CHECK(fp32_step_split_rule(512LL * 32, -1));
+  CHECK_FALSE(fp32_step_split_rule(16LL * 32, 1));
+  CHECK_FALSE(fp32_step_split_rule(64LL * 32, 4));
+  CHECK_FALSE(fp32_step_split_rule(64LL * 32, -1));
   for (const int T : {1, 2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
   for (const int bits : {4, 8, 16}) {
     CHECK(kernel_split_rule(bits, 0, false));
