@@ -88,7 +88,7 @@ void note_group_heads_used(int n);
 long fast_split_launches(bool reset);
 void note_split_launch();
 // How many tuned ReplaySSM launches ran head_step_kernel (v32: the one-token FP8 row-scaled step at the real dims in
-// the split layout; REPLAYSSM_STEP_KERNEL=0 in the environment turns it off) since the last call with reset = true.
+// the split layout, v35: and the FP32 one; REPLAYSSM_STEP_KERNEL=0 in the environment turns it off) since the last call with reset = true.
 long fast_step_kernel_launches(bool reset);
 void note_step_kernel_launch();
 // The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;

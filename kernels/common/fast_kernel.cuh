@@ -28,8 +28,9 @@
 // v13 (seventh pass): where replay_head applies and kern::kernel_split_rule says so, two kernels per op instead of the
 // combined replay_kernel: replay_flush_kernel (the flushing sequences' row slices, found on the device), then
 // replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only
-// to return. v32-v34 (fifteenth pass): the one-token FP8 row-scaled step at the real dims runs head_step_kernel
-// instead, replay_head with the launcher's knowledge as constants and the window's records by bulk copies.
+// to return. v32-v35 (fifteenth, sixteenth pass): the one-token FP8 row-scaled or FP32 step at the real dims runs
+// head_step_kernel instead, replay_head with the launcher's knowledge as constants and the window's records by bulk
+// copies.
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_replay_lean.cuh
 // (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
 // op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
@@ -73,7 +74,8 @@ template <class C, bool kGdn, bool kGroup>
 inline constexpr int kHotMinCtas = C::kBits == 8 && !kGdn && !kGroup ? 6 : kReplayMinCtas<C, kGdn, kGroup>;
 // v34: head_step_kernel (v32-v33: the FP8 row-scaled step with its constants folded, no spills at 64 / 40 registers)
 // fits 5 CTAs per SM for GDN (48 registers, 37 KB of shared memory each) and 8 for Mamba-2 (32 registers, 24 KB),
-// both without spills: GDN FP8 steps -4.5%, Mamba-2 -5..-7% against 4 / 6 (PERF_NOTES, fifteenth pass).
+// both without spills: GDN FP8 steps -4.5%, Mamba-2 -5..-7% against 4 / 6 (PERF_NOTES, fifteenth pass). v35: FP32
+// keeps 4 (56 registers; its 2-stage ring and tables, ~53 KB for GDN, fit no fifth CTA, and 48 registers spilled).
 template <class C, bool kGdn>
 inline constexpr int kStepMinCtas = C::kBits == 32 ? kReplayMinCtas<C, kGdn> : kGdn ? 5 : 8;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
@@ -226,7 +228,8 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 }
 // v32: replay_hot_kernel's per-head form for the one case that the bench's FP8 rows and the split layout's default run:
 // a one-token step, 8-bit row-scaled codes, the real dims, not u=hp nor u=recompute (launcher: head_step_kernel_applies),
-// with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel.
+// with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel. v35:
+// FP32 codes too (no scales; GDN's FP32 step runs it where fp32_step_split_rule picks the split layout).
 template <class C, bool kGdn>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];

@@ -213,8 +213,8 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 
 // kK, kV (v17): the head dims as constants where the launcher found them equal (0: p.K, p.V), so that ptxas folds
 // the lane masks, loop bounds and row offsets of the real shapes (kernels/PERF_NOTES.md, ninth pass).
-// kStep (v32, head_step_kernel): the launcher found a one-token step with 8-bit row-scaled codes at the real dims, not
-// u=hp nor u=recompute; the draft count, the scaling's selects and the ring's stage layout then fold (the v31 profile:
+// kStep (v32, head_step_kernel): the launcher found a one-token step with 8-bit row-scaled (v35: or FP32) codes at the
+// real dims, not u=hp nor u=recompute; the draft count, the scaling's selects and the ring's stage layout then fold (the v31 profile:
 // Mamba-2's FP8 non-flush kernel issues ~1000 instructions per warp and head at IPC 3.5, of which ~6% re-derived the
 // scales per row from p.scaling and ~5% the shared-memory layout).
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false>  // kHp: GDN replay_split u=hp
