@@ -196,8 +196,9 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     }
 
     // 4a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
-    //     4 rows per lane (bfly_sum4), unlike replay_head's stage_row_dots since v22: with T drafts one row per 8 lanes
-    //     was 4-10% slower here (4 loads of q_t, k_t per draft; ptxas spilled in the draft loop).
+    //     v6-v37: 4 rows per lane (bfly_sum4; one row per 8 lanes, as replay_head's stage_row_dots since v22, was 4-10%
+    //     slower here: 4 loads of q_t, k_t per draft, spills in the draft loop). v38: 2 rows per lane, 2 virtual lanes
+    //     each (bfly_sum_halves): 2 loads per draft, the tree's level 16 inside the lane.
     for (int g = 0; g < nsplit; ++g) {
       const int gi = i * nsplit + g;
       if (g > 0) cp_async_wait<1>();  // group gi landed (this thread's copies); the warp barrier shows the others'
@@ -207,48 +208,58 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
         const std::uint8_t* st = ring + (gi & 1) * SB;
         float* sDq = sDq0 + hr;
         float* sDk = sDk0 + hr;
-        F4 S[kRPW], Sh[kHp ? kRPW : 1];
+        // v38: lane 16 h + i holds the tree's virtual lanes i and i + 16 (elements 4 i .. 4 i + 3 and 64 + 4 i ..) of
+        // rows 2 h and 2 h + 1, so that the tree's level 16 is one addition inside the lane (bfly_sum_halves)
+        const int h2 = lane >> 4, li = lane & 15;
+        const bool ac[2] = {4 * li < K, 64 + 4 * li < K};
+        F4 S[2][2], Sh[kHp ? 2 : 1][2];
 #pragma unroll
-        for (int e = 0; e < kRPW; ++e) {
-          S[e] = F4{{0, 0, 0, 0}};
-          if constexpr (kHp) Sh[e] = F4{{0, 0, 0, 0}};
-          if (act) {
-            RawRow<C> w;
-            const std::uint8_t* cp = st + e * RB + lane * (C::kBits / 2);
-            if constexpr (C::kBits == 32) {
-              const uint4 u = *reinterpret_cast<const uint4*>(cp);
-              w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
-            } else if constexpr (C::kBits == 16) {
-              const uint2 u = *reinterpret_cast<const uint2*>(cp);
-              w.c[0] = u.x, w.c[1] = u.y;
-            } else {
-              w.c[0] = *reinterpret_cast<const std::uint32_t*>(cp);
+        for (int e = 0; e < 2; ++e) {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int el = 4 * li + 64 * c, r = 2 * h2 + e;
+            S[e][c] = F4{{0, 0, 0, 0}};
+            if constexpr (kHp) Sh[e][c] = F4{{0, 0, 0, 0}};
+            if (ac[c]) {
+              RawRow<C> w;
+              const std::uint8_t* cp = st + r * RB + el * (C::kBits / 8);
+              if constexpr (C::kBits == 32) {
+                const uint4 u = *reinterpret_cast<const uint4*>(cp);
+                w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+              } else if constexpr (C::kBits == 16) {
+                const uint2 u = *reinterpret_cast<const uint2*>(cp);
+                w.c[0] = u.x, w.c[1] = u.y;
+              } else {
+                w.c[0] = *reinterpret_cast<const std::uint32_t*>(cp);
+              }
+              w.s = scaled<C>(p) ? reinterpret_cast<const float*>(st + oSC)[r * nsc + (p.scaling == formats::Scaling::row
+                                                                                          ? 0
+                                                                                          : el / 32)]
+                                 : 1.0f;
+              if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // v22: no NaN test (the values only feed dots)
+                formats::hw_e4m3_decode4_scaled_arith(w.c[0], scaled<C>(p) ? w.s : 1.0f, S[e][c].x);
+              else
+                S[e][c] = decode_raw<C>(p, w);
+              if constexpr (kHp) Sh[e][c] = ld4(reinterpret_cast<const float*>(st + oHP) + r * K + el);
             }
-            w.s = scaled<C>(p) ? reinterpret_cast<const float*>(st + oSC)[e * nsc + (p.scaling == formats::Scaling::row
-                                                                                      ? 0
-                                                                                      : lane / 8)]
-                               : 1.0f;
-            if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // v22: no NaN test (the values only feed dots)
-              formats::hw_e4m3_decode4_scaled_arith(w.c[0], scaled<C>(p) ? w.s : 1.0f, S[e].x);
-            else
-              S[e] = decode_raw<C>(p, w);
-            if constexpr (kHp) Sh[e] = ld4(reinterpret_cast<const float*>(st + oHP) + e * K + 4 * lane);
           }
         }
+        auto lvl16 = [&](const F4 (&X)[2], const F4& y0, const F4& y1) {
+          return __fadd_rn(part4(X[0], y0, ac[0]), part4(X[1], y1, ac[1]));
+        };
         for (int t = 0; t < nd; ++t) {
-          const F4 qq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
-          const float dq = bfly_sum4(part4(S[0], qq, act), part4(S[1], qq, act), part4(S[2], qq, act),
-                                     part4(S[3], qq, act), lane);
+          const F4 q0 = ac[0] ? ld4(sQ + t * K + 4 * li) : F4{{0, 0, 0, 0}};
+          const F4 q1 = ac[1] ? ld4(sQ + t * K + 64 + 4 * li) : F4{{0, 0, 0, 0}};
+          const float dq = bfly_sum_halves(lvl16(S[0], q0, q1), lvl16(S[1], q0, q1), lane);
           if (lane % 8 == 0) sDq[t * R + lane / 8] = dq;
           if constexpr (kGdn) {
-            const F4 kk = act ? ld4(sK + (n + t) * K + 4 * lane) : F4{{0, 0, 0, 0}};
+            const F4 k0 = ac[0] ? ld4(sK + (n + t) * K + 4 * li) : F4{{0, 0, 0, 0}};
+            const F4 k1 = ac[1] ? ld4(sK + (n + t) * K + 64 + 4 * li) : F4{{0, 0, 0, 0}};
             float dk;
             if constexpr (kHp)
-              dk = bfly_sum4(part4(Sh[0], kk, act), part4(Sh[1], kk, act), part4(Sh[2], kk, act),
-                             part4(Sh[3], kk, act), lane);
+              dk = bfly_sum_halves(lvl16(Sh[0], k0, k1), lvl16(Sh[1], k0, k1), lane);
             else
-              dk = bfly_sum4(part4(S[0], kk, act), part4(S[1], kk, act), part4(S[2], kk, act), part4(S[3], kk, act),
-                             lane);
+              dk = bfly_sum_halves(lvl16(S[0], k0, k1), lvl16(S[1], k0, k1), lane);
             if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
           }
         }
