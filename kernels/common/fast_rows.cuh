@@ -57,29 +57,23 @@ __device__ __forceinline__ float bfly_sum_row8(float p0, float p1, float p2, flo
   for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
   return k;
 }
-// Two rows at once: returns the sum of row lane / 16 (level 1 keeps row 0 in lanes < 16, row 1 in the others).
-__device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) {
-  const bool h16 = (lane & 16) != 0;
-  float k = h16 ? p1 : p0;
-  const float s = h16 ? p0 : p1;
-  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, 16));
+// Two rows' tree levels kOff, kOff / 2, .., 1: lanes with bit kOff clear keep row a at level kOff, the others row b,
+// then every lane adds as bfly_sum. kOff = 16 (bfly_sum2): lane partials in, the sum of row lane / 16 out.
+// kOff = 8 (bfly_sum_halves, v38): lane 16 h + i holds s1 = p_i + p_(i+16) (the tree's level 16, added in the lane)
+// of rows 2 h (a) and 2 h + 1 (b); the sum of row lane / 8 out, as bfly_sum4. The same additions of the same operands
+// as bfly_sum, so the same bits.
+template <int kOff>
+__device__ __forceinline__ float bfly_sum_pair(float a, float b, int lane) {
+  const bool hi = (lane & kOff) != 0;
+  float k = hi ? b : a;
+  const float s = hi ? a : b;
+  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, kOff));
 #pragma unroll
-  for (int off = 8; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  for (int off = kOff / 2; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
   return k;
 }
-// v38: the sums of rows a and b where lane 16 h + i holds s1 = p_i + p_(i+16) (the tree's level 16, added in the lane)
-// of rows 2 h (a) and 2 h + 1 (b): level 8 keeps row a in lanes with bit 3 clear, row b in the others (as bfly_sum2
-// at level 16), then 4, 2, 1. Returns the sum of row lane / 8, in lanes 8 j .. 8 j + 7, as bfly_sum4; the same
-// additions of the same operands as bfly_sum, so the same bits.
-__device__ __forceinline__ float bfly_sum_halves(float a, float b, int lane) {
-  const bool h8 = (lane & 8) != 0;
-  float k = h8 ? b : a;
-  const float s = h8 ? a : b;
-  k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, s, 8));
-#pragma unroll
-  for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
-  return k;
-}
+__device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) { return bfly_sum_pair<16>(p0, p1, lane); }
+__device__ __forceinline__ float bfly_sum_halves(float a, float b, int lane) { return bfly_sum_pair<8>(a, b, lane); }
 // Lane partials of the canonical dot (before the tree): fmaf over the lane's 4 elements in order; 0 if inactive.
 __device__ __forceinline__ float part4(const F4& s, const F4& y, bool act) {
   float acc = 0.0f;
