@@ -87,6 +87,7 @@ inline constexpr int kStepMinCtas = C::kBits == 32 ? kReplayMinCtas<C, kGdn> : k
 #define REPLAYSSM_HOT_BOUNDS (kHotMinCtas<C, kGdn, kGroup>)
 #define REPLAYSSM_HOT_BOUNDS_STEP (kStepMinCtas<C, kGdn>)
 #endif
+#define REPLAYSSM_HOT_BOUNDS_VERIFY (kReplayMinCtas<C, kGdn, true>)
 __device__ __forceinline__ bool op_flushes(const KParams& p, int b) {
   return p.early[b] != 0 || (p.op != Op::verify && p.n[b] + 1 >= p.L);
 }
@@ -189,6 +190,13 @@ inline bool host_step_kernel() {
   }();
   return on;
 }
+inline bool host_verify_kernel() {  // v39 candidate
+  static const bool on = [] {
+    const char* e = std::getenv("REPLAYSSM_VERIFY_KERNEL");
+    return !(e && *e && std::atoi(e) == 0);
+  }();
+  return on;
+}
 __device__ int g_pdl_wait_all = 0;
 inline int host_pdl_wait_all() {
   static const int v = [] {
@@ -238,6 +246,18 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step
   if (!cta_flushes(p, b)) {
     const Cta cta{b, int(blockIdx.x), 0, (kRealV<kGdn> + kRows - 1) / kRows};
     replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true>(p, sm, cta, &bar);
+  }
+  if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
+}
+// v39 candidate (compiled, not measured): the grouped verify of kND drafts at the real dims with FP32 codes, the draft
+// count a constant so that the draft loops unroll (the v34 profile: verify T = 8 is instruction-bound).
+template <class C, bool kGdn, int kND>
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_VERIFY) group_verify_kernel(const __grid_constant__ KParams p) {
+  extern __shared__ __align__(16) float sm[];
+  const int b = blockIdx.y;
+  if (!op_flushes(p, b)) {
+    const Cta cta{b, int(blockIdx.x) * p.group_heads, 0, (kRealV<kGdn> + kRows - 1) / kRows};
+    replay_group<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, kND>(p, sm, cta);
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }
@@ -409,6 +429,19 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
           hot = head_step_kernel<C, kGdn>;
           note_step_kernel_launch();  // the tests check that it ran where it applies
         }
+      if constexpr (C::kBits == 32) {  // v39 candidate: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B)
+        const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
+        if (p.group_heads > 1 && real && p.op == Op::verify && !hp && host_verify_kernel()) switch (p.T) {
+            case 2: hot = group_verify_kernel<C, kGdn, 2>; break;
+            case 3: hot = group_verify_kernel<C, kGdn, 3>; break;
+            case 4: hot = group_verify_kernel<C, kGdn, 4>; break;
+            case 5: hot = group_verify_kernel<C, kGdn, 5>; break;
+            case 6: hot = group_verify_kernel<C, kGdn, 6>; break;
+            case 7: hot = group_verify_kernel<C, kGdn, 7>; break;
+            case 8: hot = group_verify_kernel<C, kGdn, 8>; break;
+            default: break;
+          }
+      }
       auto* flush = real ? replay_flush_kernel<C, kGdn, true> : replay_flush_kernel<C, kGdn>;
       const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);
       cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));

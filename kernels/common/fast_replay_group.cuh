@@ -36,7 +36,8 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 // a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
 // Runs in its own kernel instantiation (v12: replay_kernel<.., kGroup = true>; v13: replay_hot_kernel<.., true>).
-template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0>  // kHp: GDN replay_split u=hp; kK, kV: as replay_head
+// kND (v39 candidate, group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time).
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, int kND = 0>  // kHp: GDN u=hp; kK, kV: as replay_head
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h0 = cta.h, hh0 = b * p.H + h0;  // h0 % group_heads == 0
@@ -50,7 +51,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
   constexpr bool u_hp = kHp;  // = kGdn && split && p.usource == hp (the dispatch in replay_kernel / replay_hot_kernel)
   const int n = p.n[b];
-  const int nd = p.op == Op::verify ? p.T : 1;
+  const int nd = kND > 0 ? kND : p.op == Op::verify ? p.T : 1;
   const int W = n + nd;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
@@ -247,7 +248,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
         auto lvl16 = [&](const F4 (&X)[2], const F4& y0, const F4& y1) {
           return __fadd_rn(part4(X[0], y0, ac[0]), part4(X[1], y1, ac[1]));
         };
-        for (int t = 0; t < nd; ++t) {
+        auto draft = [&](int t) {
           const F4 q0 = ac[0] ? ld4(sQ + t * K + 4 * li) : F4{{0, 0, 0, 0}};
           const F4 q1 = ac[1] ? ld4(sQ + t * K + 64 + 4 * li) : F4{{0, 0, 0, 0}};
           const float dq = bfly_sum_halves(lvl16(S[0], q0, q1), lvl16(S[1], q0, q1), lane);
@@ -262,6 +263,12 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
               dk = bfly_sum_halves(lvl16(S[0], k0, k1), lvl16(S[1], k0, k1), lane);
             if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
           }
+        };
+        if constexpr (kND > 0) {  // v39 candidate: the verify kernel's drafts unrolled
+#pragma unroll
+          for (int t = 0; t < kND; ++t) draft(t);
+        } else {
+          for (int t = 0; t < nd; ++t) draft(t);
         }
       }
       __syncwarp();  // every lane is done with stage gi & 1 before it is refilled
