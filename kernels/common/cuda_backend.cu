@@ -278,6 +278,13 @@ long fast_step_kernel_launches(bool reset) {
   return reset ? g_step_kernel_launches.exchange(0) : g_step_kernel_launches.load();
 }
 void note_step_kernel_launch() { ++g_step_kernel_launches; }
+namespace {
+std::atomic<long> g_verify_kernel_launches{0};
+}  // namespace
+long fast_verify_kernel_launches(bool reset) {
+  return reset ? g_verify_kernel_launches.exchange(0) : g_verify_kernel_launches.load();
+}
+void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 namespace {
 std::atomic<int>& flush_slices_mode() {

@@ -91,6 +91,10 @@ void note_split_launch();
 // the split layout, v35: and the FP32 one; REPLAYSSM_STEP_KERNEL=0 in the environment turns it off) since the last call with reset = true.
 long fast_step_kernel_launches(bool reset);
 void note_step_kernel_launch();
+// How many tuned ReplaySSM launches ran group_verify_kernel (v39: the grouped FP32 verify of T = 2..8 drafts at the real
+// dims, the draft count a constant; REPLAYSSM_VERIFY_KERNEL=0 turns it off) since the last call with reset = true.
+long fast_verify_kernel_launches(bool reset);
+void note_verify_kernel_launch();
 // The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;
 // -1 = unknown; n > 0 = claim n where some sequence flushes (the true 0 where none does; 0 and values below -1 mean
 // kExactFlushHint, since a claim of 0 would skip the flushes). The tests claim 1 in one of their runs (the tuned flush

@@ -429,18 +429,20 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
           hot = head_step_kernel<C, kGdn>;
           note_step_kernel_launch();  // the tests check that it ran where it applies
         }
-      if constexpr (C::kBits == 32) {  // v39 candidate: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B)
+      if constexpr (C::kBits == 32) {  // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B of one binary)
         const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
-        if (p.group_heads > 1 && real && p.op == Op::verify && !hp && host_verify_kernel()) switch (p.T) {
+        if (p.group_heads > 1 && real && p.op == Op::verify && !hp && p.T >= 2 && p.T <= 8 && host_verify_kernel()) {
+          switch (p.T) {
             case 2: hot = group_verify_kernel<C, kGdn, 2>; break;
             case 3: hot = group_verify_kernel<C, kGdn, 3>; break;
             case 4: hot = group_verify_kernel<C, kGdn, 4>; break;
             case 5: hot = group_verify_kernel<C, kGdn, 5>; break;
             case 6: hot = group_verify_kernel<C, kGdn, 6>; break;
             case 7: hot = group_verify_kernel<C, kGdn, 7>; break;
-            case 8: hot = group_verify_kernel<C, kGdn, 8>; break;
-            default: break;
+            default: hot = group_verify_kernel<C, kGdn, 8>; break;
           }
+          note_verify_kernel_launch();  // the tests check that it ran where it applies
+        }
       }
       auto* flush = real ? replay_flush_kernel<C, kGdn, true> : replay_flush_kernel<C, kGdn>;
       const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);

@@ -134,6 +134,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   long split_launches = 0;  // launches of the split layout in the runs that force it
   long step_kernel_launches = 0;  // launches of head_step_kernel in the split per-head runs
   bool expect_step_kernel = false;  // some such run had a step at the real dims with row-scaled 8-bit codes
+  long verify_kernel_launches = 0;  // launches of group_verify_kernel in the group runs
+  bool expect_verify_kernel = false;  // some such run had an FP32 verify of 2..8 drafts at the real dims
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!group.empty() && groups[i] != group) continue;
@@ -154,6 +156,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         kern::fast_flush_slices_used(true);
         kern::fast_split_launches(true);
         kern::fast_step_kernel_launches(true);
+        kern::fast_verify_kernel_launches(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.split == 1 && lay.heads == 1) {
           step_kernel_launches += kern::fast_step_kernel_launches(false);
@@ -164,7 +167,16 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
                                  (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row)) &&
                                 !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
         }
-        if (lay.heads > 1) used = std::max(used, kern::fast_group_heads_used(false));
+        if (lay.heads > 1) {
+          used = std::max(used, kern::fast_group_heads_used(false));
+          verify_kernel_launches += kern::fast_verify_kernel_launches(false);
+          const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
+          const bool multi_draft = std::any_of(cases[i].ops.begin(), cases[i].ops.end(),
+                                               [](const auto& op) { return op.verify && op.T >= 2 && op.T <= 8; });
+          expect_verify_kernel = expect_verify_kernel || (real && multi_draft && s.dims.H % (2 * s.dims.G) == 0 &&
+                                                          m.format == formats::FormatId::fp32 &&
+                                                          !(m.split() && m.arch == Arch::gdn && m.usource == USource::hp));
+        }
         if (lay.split == 1) split_launches += kern::fast_split_launches(false);
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
@@ -183,6 +195,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
   if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
   if (expect_step_kernel) REQUIRE(step_kernel_launches > 0);  // v32: the FP8 row-scaled step's own kernel ran
+  if (expect_verify_kernel) REQUIRE(verify_kernel_launches > 0);  // v39: the grouped FP32 verify's own kernel ran
   // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many
   // (at most the head's): whole heads, or pairs starting at slices 0 and 2.
   for (std::size_t li = 0; li < settings.size(); ++li) {
