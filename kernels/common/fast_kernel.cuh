@@ -190,7 +190,8 @@ inline bool host_step_kernel() {
   }();
   return on;
 }
-inline bool host_verify_kernel() {  // v39 candidate
+// v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel for the grouped verify (A/B of one binary).
+inline bool host_verify_kernel() {
   static const bool on = [] {
     const char* e = std::getenv("REPLAYSSM_VERIFY_KERNEL");
     return !(e && *e && std::atoi(e) == 0);
@@ -249,8 +250,9 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }
-// v39 candidate (compiled, not measured): the grouped verify of kND drafts at the real dims with FP32 codes, the draft
-// count a constant so that the draft loops unroll (the v34 profile: verify T = 8 is instruction-bound).
+// v39 (verify T >= 2: -1..-4%, kernels/PERF_NOTES.md, seventeenth pass): the grouped verify of kND drafts at the real
+// dims with FP32 codes, the draft count a constant so that the draft loops unroll (the v34 profile: verify T = 8 is
+// instruction-bound).
 template <class C, bool kGdn, int kND>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_VERIFY) group_verify_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];

@@ -36,7 +36,7 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 // a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
 // Runs in its own kernel instantiation (v12: replay_kernel<.., kGroup = true>; v13: replay_hot_kernel<.., true>).
-// kND (v39 candidate, group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time).
+// kND (v39, group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time).
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, int kND = 0>  // kHp: GDN u=hp; kK, kV: as replay_head
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
@@ -264,7 +264,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
             if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
           }
         };
-        if constexpr (kND > 0) {  // v39 candidate: the verify kernel's drafts unrolled
+        if constexpr (kND > 0) {  // v39: the verify kernel's drafts unrolled
 #pragma unroll
           for (int t = 0; t < kND; ++t) draft(t);
         } else {
