@@ -76,8 +76,10 @@ inline constexpr int kHotMinCtas = C::kBits == 8 && !kGdn && !kGroup ? 6 : kRepl
 // fits 5 CTAs per SM for GDN (48 registers, 37 KB of shared memory each) and 8 for Mamba-2 (32 registers, 24 KB),
 // both without spills: GDN FP8 steps -4.5%, Mamba-2 -5..-7% against 4 / 6 (PERF_NOTES, fifteenth pass). v35: FP32
 // keeps 4 (56 registers; its 2-stage ring and tables, ~53 KB for GDN, fit no fifth CTA, and 48 registers spilled).
+// v40: with its checkpoint by bulk copies GDN's 8-bit step fits 6 (40 registers, 8 B of spills; 37 KB of shared memory
+// each, the driver's carveout then 228 KB): -1.8..-2.1% against 5 (PERF_NOTES, seventeenth pass).
 template <class C, bool kGdn>
-inline constexpr int kStepMinCtas = C::kBits == 32 ? kReplayMinCtas<C, kGdn> : kGdn ? 5 : 8;
+inline constexpr int kStepMinCtas = C::kBits == 32 ? kReplayMinCtas<C, kGdn> : kGdn ? 6 : 8;
 #ifdef REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_REPLAY_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
 #define REPLAYSSM_HOT_BOUNDS REPLAYSSM_REPLAY_MIN_CTAS
@@ -242,11 +244,11 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 template <class C, bool kGdn>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
-  __shared__ __align__(8) std::uint64_t bar;  // v33: the window's bulk copies (FP8 rings: insensitive to the base)
+  __shared__ __align__(8) std::uint64_t bar[2];  // the bulk copies: v33 the window's records, v40 the 8-bit checkpoint
   const int b = blockIdx.y;
   if (!cta_flushes(p, b)) {
     const Cta cta{b, int(blockIdx.x), 0, (kRealV<kGdn> + kRows - 1) / kRows};
-    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true>(p, sm, cta, &bar);
+    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true>(p, sm, cta, bar);
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }

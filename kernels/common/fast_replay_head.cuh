@@ -92,7 +92,8 @@ __device__ __forceinline__ void ring_copy_codes(std::uint8_t* st, const std::uin
 // test (the values only feed dots). sKn: the staged k of draft 0 (sK + n K). v6-v21: 4 rows per lane (bfly_sum4).
 // v23: kND > 0 (the step: nd = kND = 1) and kRowScale (scaled<C>(p) and row scaling) are compile-time where the
 // caller knows them, so that the draft loop and the scaling selects fold (replay_head's kAll loop).
-template <class C, bool kGdn, bool kHp, int kND = 0, bool kRowScale = false>
+// kPlain (v40): the stage's rows unswizzled (head_step_kernel's checkpoint, staged by a bulk copy).
+template <class C, bool kGdn, bool kHp, int kND = 0, bool kRowScale = false, bool kPlain = false>
 __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint8_t* st, int RB, int oHP, int oSC,
                                                int nsc, int K, int lane, const float* sQ, const float* sKn, int nd_rt,
                                                int R, float* sDq, float* sDk) {
@@ -118,7 +119,7 @@ __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint
         w.c[0] = u.x, w.c[1] = u.y;
       } else {
         static_assert(C::kBits == 8, "stage_row_dots: 32-, 16- and 8-bit codes");
-        w.c[0] = *reinterpret_cast<const std::uint32_t*>(row + head_ring_byte(RB, ri, 4 * v));
+        w.c[0] = *reinterpret_cast<const std::uint32_t*>(row + (kPlain ? 4 * v : head_ring_byte(RB, ri, 4 * v)));
       }
       w.s = !sc ? 1.0f : sc_row ? s_row : scs[m];  // block scaling: virtual lane v's block is v / 8 = m
       // u=hp too: v10's four-code integer decode spilled there (u=hp kept the per-code one until v22), this one not
@@ -216,12 +217,17 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // kStep (v32, head_step_kernel): the launcher found a one-token step with 8-bit row-scaled (v35: or FP32) codes at the
 // real dims, not u=hp nor u=recompute; the draft count, the scaling's selects and the ring's stage layout then fold (the v31 profile:
 // Mamba-2's FP8 non-flush kernel issues ~1000 instructions per warp and head at IPC 3.5, of which ~6% re-derived the
-// scales per row from p.scaling and ~5% the shared-memory layout).
+// scales per row from p.scaling and ~5% the shared-memory layout). v40 (kBulk: kStep with row-scaled 8-bit codes): the
+// checkpoint's codes and scales come by two bulk copies from one thread on bar[1] ([V][RB] codes, then V scales, as in
+// global memory), not a cp.async per 16 bytes from every warp: GDN's step kernel -20% instructions; its rows sit
+// unswizzled (3-way bank conflicts on average, 22% of the shared-load wavefronts; the step is issue-bound, not
+// bandwidth-bound in shared memory). One copy per warp (each warp's rows contiguous, a barrier each) was slower.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
   static_assert(!kStep || ((C::kBits == 8 || C::kBits == 32) && !kHp && kK > 0 && kV > 0),
                 "replay_head: kStep needs 8- or 32-bit codes at the real dims");
   constexpr bool kRowSc = kStep && C::kBlock != 0;  // kStep with 8-bit codes: row scaling (FP32: none)
+  constexpr bool kBulk = kRowSc;                     // v40: the checkpoint by bulk copies (comment above)
   static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h = cta.h, hh = b * p.H + h;
@@ -285,9 +291,20 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
 
   // 1. The window by cp.async (as replay_lean, all rows of the head), then the first two groups of rows (kAll: every
   //    group first, so that the checkpoint's bytes fly while the window and the tables are built).
+  std::uint8_t* ck = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod));  // kBulk's rows
+  if constexpr (kBulk) {  // the ring's bytes: kWarps x nsplit stages of 4 rows and their scales = V RB + 4 V
+    static_assert(!kBulk || kAll, "replay_head: kBulk stages every row up front");
+    if (tid == 0) {
+      mbar_init_tx(bar + 1, unsigned(V * RB + V * 4));
+      bulk_copy(ck, gcodes, unsigned(V * RB), bar + 1);
+      bulk_copy(ck + V * RB, gsc, unsigned(V * 4), bar + 1);
+    }
+  }
   if constexpr (kAll) {
+    if constexpr (!kBulk) {
 #pragma unroll
-    for (int g = 0; g < nsplit; ++g) issue(g);
+      for (int g = 0; g < nsplit; ++g) issue(g);
+    }
     if (early) {  // v28: the token's q and k (rows 0, 1 of the Q region) with the checkpoint, before n is needed
       const std::size_t o = (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
       if (act && warp == 0) cp_async16(sQ + 4 * lane, p.q + o);
@@ -357,7 +374,10 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
 #pragma unroll
     for (int g = 0; g < nsplit; ++g) {
       const int hr = g * kRows + rr0;
-      if (hr < V)
+      if constexpr (kBulk)  // the stage's 4 rows at ck + hr RB, their scales at ck + V RB + 4 hr
+        stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value, true>(
+            p, ck + hr * RB, RB, 0, V * RB + hr * (4 - RB), nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
+      else if (hr < V)
         stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value>(
             p, ring + g * SB, RB, oHP, oSC, nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
     }
@@ -371,6 +391,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     if (early) {  // v28: 3a for the step, while the window flies (every stage and q, k were the first group)
       cp_async_wait<1>();
       __syncthreads();  // q, k were copied by warps 0 and 1
+      if constexpr (kBulk) mbar_wait0(bar + 1);  // v40: the checkpoint (bar[1]'s init published by the barrier above)
       if (kRowSc || (scaled<C>(p) && p.scaling == formats::Scaling::row)) rows(One{}, Row{}, sQ + K);
       else rows(One{}, Gen{}, sQ + K);
     }
