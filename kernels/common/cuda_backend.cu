@@ -267,23 +267,15 @@ void set_fast_kernel_split(int v) { kernel_split_mode().store(v < 0 ? -1 : (v !=
 int fast_kernel_split() { return kernel_split_mode().load(); }
 void set_fast_flush_hint(int n) { g_flush_hint.store(n > 0 || n == -1 ? n : kExactFlushHint); }
 namespace {
-std::atomic<long> g_split_launches{0};
+// The tests' launch counters (decode_kernel.h): read, or read and reset.
+std::atomic<long> g_split_launches{0}, g_step_kernel_launches{0}, g_verify_kernel_launches{0};
+long take(std::atomic<long>& counter, bool reset) { return reset ? counter.exchange(0) : counter.load(); }
 }  // namespace
-long fast_split_launches(bool reset) { return reset ? g_split_launches.exchange(0) : g_split_launches.load(); }
+long fast_split_launches(bool reset) { return take(g_split_launches, reset); }
 void note_split_launch() { ++g_split_launches; }
-namespace {
-std::atomic<long> g_step_kernel_launches{0};
-}  // namespace
-long fast_step_kernel_launches(bool reset) {
-  return reset ? g_step_kernel_launches.exchange(0) : g_step_kernel_launches.load();
-}
+long fast_step_kernel_launches(bool reset) { return take(g_step_kernel_launches, reset); }
 void note_step_kernel_launch() { ++g_step_kernel_launches; }
-namespace {
-std::atomic<long> g_verify_kernel_launches{0};
-}  // namespace
-long fast_verify_kernel_launches(bool reset) {
-  return reset ? g_verify_kernel_launches.exchange(0) : g_verify_kernel_launches.load();
-}
+long fast_verify_kernel_launches(bool reset) { return take(g_verify_kernel_launches, reset); }
 void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 namespace {

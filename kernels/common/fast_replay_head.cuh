@@ -293,7 +293,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   //    group first, so that the checkpoint's bytes fly while the window and the tables are built).
   std::uint8_t* ck = reinterpret_cast<std::uint8_t*>(sm + ring_offset(L.size(), kHeadRingMod));  // kBulk's rows
   if constexpr (kBulk) {  // the ring's bytes: kWarps x nsplit stages of 4 rows and their scales = V RB + 4 V
-    static_assert(!kBulk || kAll, "replay_head: kBulk stages every row up front");
+    static_assert(kAll, "replay_head: kBulk stages every row up front");
     if (tid == 0) {
       mbar_init_tx(bar + 1, unsigned(V * RB + V * 4));
       bulk_copy(ck, gcodes, unsigned(V * RB), bar + 1);
