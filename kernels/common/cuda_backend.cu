@@ -268,7 +268,8 @@ int fast_kernel_split() { return kernel_split_mode().load(); }
 void set_fast_flush_hint(int n) { g_flush_hint.store(n > 0 || n == -1 ? n : kExactFlushHint); }
 namespace {
 // The tests' launch counters (decode_kernel.h): read, or read and reset.
-std::atomic<long> g_split_launches{0}, g_step_kernel_launches{0}, g_verify_kernel_launches{0};
+std::atomic<long> g_split_launches{0}, g_step_kernel_launches{0}, g_verify_kernel_launches{0},
+    g_flush_fold_launches{0};
 long take(std::atomic<long>& counter, bool reset) { return reset ? counter.exchange(0) : counter.load(); }
 }  // namespace
 long fast_split_launches(bool reset) { return take(g_split_launches, reset); }
@@ -277,6 +278,8 @@ long fast_step_kernel_launches(bool reset) { return take(g_step_kernel_launches,
 void note_step_kernel_launch() { ++g_step_kernel_launches; }
 long fast_verify_kernel_launches(bool reset) { return take(g_verify_kernel_launches, reset); }
 void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
+long fast_flush_fold_launches(bool reset) { return take(g_flush_fold_launches, reset); }
+void note_flush_fold_launch() { ++g_flush_fold_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 namespace {
 std::atomic<int>& flush_slices_mode() {

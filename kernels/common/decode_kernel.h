@@ -95,6 +95,11 @@ void note_step_kernel_launch();
 // dims, the draft count a constant; REPLAYSSM_VERIFY_KERNEL=0 turns it off) since the last call with reset = true.
 long fast_verify_kernel_launches(bool reset);
 void note_verify_kernel_launch();
+// How many tuned ReplaySSM launches ran the folded step flush (v42: replay_flush_kernel's kFold, the split layout's step
+// flush at the real dims with FP32 or row-scaled RNE 8-bit codes, replay-shared or split u=lp; REPLAYSSM_FLUSH_FOLD=0
+// turns it off) since the last call with reset = true.
+long fast_flush_fold_launches(bool reset);
+void note_flush_fold_launch();
 // The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;
 // -1 = unknown; n > 0 = claim n where some sequence flushes (the true 0 where none does; 0 and values below -1 mean
 // kExactFlushHint, since a claim of 0 would skip the flushes). The tests claim 1 in one of their runs (the tuned flush

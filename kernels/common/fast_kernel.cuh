@@ -265,6 +265,28 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_VERIFY) group_v
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }
+// v42: the split layout's step flush with its policy, scaling and rounding folded (replay_lean's kFold) for the cases
+// the bench's rows run: a one-token step at the real dims, replay-shared or replay-split (GDN: u=lp), FP32 codes or
+// row-scaled 8-bit minifloat codes rounded to nearest even. REPLAYSSM_FLUSH_FOLD=0 in the environment keeps the
+// generic flush (A/B of one binary). 0: the generic flush, else replay_flush_kernel's kFold.
+inline bool host_flush_fold() {
+  static const bool on = [] {
+    const char* e = std::getenv("REPLAYSSM_FLUSH_FOLD");
+    return !(e && *e && std::atoi(e) == 0);
+  }();
+  return on;
+}
+template <class C, bool kGdn>
+inline int flush_fold_applies(const KParams& p, bool real) {
+  const bool split = p.policy == emu::Policy::replay_split;
+  if (!real || p.op != Op::step || p.T != 1 || !host_flush_fold()) return 0;
+  if (p.policy != emu::Policy::replay_shared && !split) return 0;
+  if (kGdn && split && p.usource != emu::USource::lp) return 0;
+  bool codes = C::kBits == 32;
+  if constexpr (C::kBits == 8 && C::kBlock != 0 && formats::kHwRnePair<C::kFormat>)
+    codes = p.scaling == formats::Scaling::row && p.rounding == formats::Rounding::rne;
+  return codes ? (split ? 2 : 1) : 0;
+}
 template <class C, bool kGdn>
 inline bool head_step_kernel_applies(const KParams& p, bool real) {  // p.group_heads: 1 for a step (group_heads_rule)
   const bool split = p.policy == emu::Policy::replay_split;
@@ -282,9 +304,11 @@ inline bool head_step_kernel_applies(const KParams& p, bool real) {  // p.group_
 #ifndef REPLAYSSM_FLUSH_MIN_CTAS
 #define REPLAYSSM_FLUSH_MIN_CTAS 4
 #endif
-template <class C, bool kGdn, bool kReal = false>  // kReal: the step flush at the real head dims (real_dims)
+// kFold (v42): replay_lean's folded step flush (1 replay-shared, 2 replay-split), where flush_fold_applies; kReal then.
+template <class C, bool kGdn, bool kReal = false, int kFold = 0>  // kReal: the step flush at the real head dims (real_dims)
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     replay_flush_kernel(const __grid_constant__ KParams p) {
+  static_assert(kFold == 0 || kReal, "replay_flush_kernel: the folded flush is at the real dims");
   extern __shared__ __align__(16) float sm[];
   constexpr int kK = kDimK<kGdn, kReal>, kV = kDimV<kGdn, kReal>;
   const bool recompute = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
@@ -300,7 +324,7 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     const int hd = r / items, sp = (r - hd * items) * fs;
     Cta cta{b, hd, sp, nsplit, min(fs, nsplit - sp)};
     if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) {
-      replay_lean<C, kGdn, true, kK, kV>(p, sm, cta);
+      replay_lean<C, kGdn, true, kK, kV, kFold>(p, sm, cta);
     } else {  // one slice: the launcher sets fs = 1 wherever this branch can run (kern::step_flush_slices)
       replay_flush<C, kGdn>(p, sm, cta);
     }
@@ -449,6 +473,13 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
         }
       }
       auto* flush = real ? replay_flush_kernel<C, kGdn, true> : replay_flush_kernel<C, kGdn>;
+      if constexpr (C::kBits == 32 || (C::kBits == 8 && C::kBlock != 0 && formats::kHwRnePair<C::kFormat>)) {
+        const int fold = fgrid > 0 ? flush_fold_applies<C, kGdn>(p, real) : 0;
+        if (fold > 0) {
+          flush = fold == 2 ? replay_flush_kernel<C, kGdn, true, 2> : replay_flush_kernel<C, kGdn, true, 1>;
+          note_flush_fold_launch();  // the tests check that it ran where it applies
+        }
+      }
       const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);
       cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));
       if (e == cudaSuccess && fgrid > 0)

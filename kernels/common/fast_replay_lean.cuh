@@ -1,7 +1,7 @@
 #pragma once
 // The ReplaySSM non-flush and step-flush paths with one CTA per 32 rows (v3-v5; still the step flush, and the
 // non-flush op where replay_head's shared memory does not fit). Part of fast_kernel.cuh.
-#include "kernels/common/fast_rows.cuh"
+#include "kernels/common/fast_flush_fold.cuh"
 
 namespace replayssm::kern::fast {
 
@@ -18,56 +18,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
 }
 
-// Raw codes of row r (lane's 4 elements) and its scale: loads only, decoded after the window has been staged so that
-// the state loads and the window's cp.async fly together.
-template <class C>
-struct RawRow {
-  std::uint32_t c[C::kBits == 32 ? 4 : (C::kBits == 16 ? 2 : 1)];
-  float s;
-};
-template <class C>
-__device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,
-                                         int lane, RawRow<C>& w) {
-  const std::size_t i = std::size_t(r) * p.K + 4 * lane;
-  if constexpr (C::kBits == 32) {
-    const uint4 u = *reinterpret_cast<const uint4*>(codes + i * 4);
-    w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
-  } else if constexpr (C::kBits == 16) {
-    const uint2 u = *reinterpret_cast<const uint2*>(codes + i * 2);
-    w.c[0] = u.x, w.c[1] = u.y;
-  } else {
-    w.c[0] = *reinterpret_cast<const std::uint32_t*>(codes + i);
-  }
-  w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
-}
-// E4M3: four codes at once (v10: formats::e4m3_decode4_scaled; v20: its hardware form hw_e4m3_decode4_scaled,
-// hw_convert.cuh), NaN codes code by code (the codec's bits). Until v22 replay_head's u=hp rows took the per-code
-// decode (v10's registers made ptxas spill there, +29%, PERF_NOTES v10); since v22 the non-flush dots decode with
-// hw_e4m3_decode4_scaled_arith instead, and this one serves the flush paths (whose decoded values are stored).
-template <class C>
-__device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
-  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
-    F4 y;
-    if (formats::hw_e4m3_decode4_scaled(w.c[0], scaled<C>(p) ? w.s : 1.0f, y.x)) return y;  // v20
-  }
-  std::uint32_t c[4];
-  if constexpr (C::kBits == 32) {
-    c[0] = w.c[0], c[1] = w.c[1], c[2] = w.c[2], c[3] = w.c[3];
-  } else if constexpr (C::kBits == 16) {
-    c[0] = w.c[0] & 0xFFFFu, c[1] = w.c[0] >> 16, c[2] = w.c[1] & 0xFFFFu, c[3] = w.c[1] >> 16;
-  } else {
-    c[0] = w.c[0] & 0xFFu, c[1] = (w.c[0] >> 8) & 0xFFu, c[2] = (w.c[0] >> 16) & 0xFFu, c[3] = w.c[0] >> 24;
-  }
-  F4 y;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) y.x[e] = decode_code<C>(c[e]);
-  if (scaled<C>(p)) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) y.x[e] = formats::mul_rn(y.x[e], w.s);
-  }
-  return y;
-}
-
 // The non-flush ReplaySSM op (step without flush, verify without early flush): the hot path, 15 of 16 steps at L=16.
 // S_c rows are read once into registers (split u=hp: the HP rows after the tables); the window (a, k records, q, w
 // rows of the CTA, v, skip) is staged by cp.async in the same round trip; one thread per (draft t, record j) forms the
@@ -79,8 +29,16 @@ __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
 // kK, kV: the head dims as constants (replay_head's, v17), 0: p.K, p.V. v24: the step flush does cta.ns row slices
 // (sp .. sp + ns - 1) after one staging of the window and one set of tables (the rows of all ns slices staged
 // side by side, RS = ns kRows per record); the non-flush path keeps one slice.
-template <class C, bool kGdn, bool kFlush, int kK = 0, int kV = 0>
+// kFold (v42, the folded step flush: replay_flush_kernel's kFold, launcher flush_fold_applies): 1 replay-shared,
+// 2 replay-split (GDN u=lp), at the real dims with row-scaled 8-bit codes rounded to nearest even, or FP32: the
+// policy, the scaling and the rounding are constants, and each warp's 4 rows share their dot trees (bfly_sum4), their
+// amax reduction and their scale divisions (encode_rows4) instead of one tree per row; v43: u and the coefficient rows
+// G_j w_j[r] once per row of the CTA before the slices (flush_prep_folded). The same operations on the same operands in
+// the same order, so the same bits.
+template <class C, bool kGdn, bool kFlush, int kK = 0, int kV = 0, int kFold = 0>
 __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const Cta& cta) {
+  static_assert(kFold == 0 || (kFlush && kK > 0 && kV > 0), "replay_lean: kFold is the step flush at the real dims");
+  constexpr int kRowK = kFold ? kK : 0;  // load_raw's folded form
   const int b = cta.b, h = cta.h, hh = b * p.H + h, sp = cta.sp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int r0 = sp * kRows, rr0 = warp * kRPW;
@@ -88,9 +46,9 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
   const int K = kK > 0 ? kK : p.K, V = kV > 0 ? kV : p.V, K4 = K / 4;
   const bool act = 4 * lane < K;
   const int grp = group_of(p, h);
-  const bool split = p.policy == emu::Policy::replay_split;
-  const bool recompute = kGdn && split && p.usource == emu::USource::recompute;
-  const bool u_hp = kGdn && split && p.usource == emu::USource::hp;
+  const bool split = kFold ? kFold == 2 : p.policy == emu::Policy::replay_split;
+  const bool recompute = !kFold && kGdn && split && p.usource == emu::USource::recompute;
+  const bool u_hp = !kFold && kGdn && split && p.usource == emu::USource::hp;
   const int n = p.n[b];  // = m0: no early flush here
   const int nd = kFlush ? 1 : (p.op == Op::verify ? p.T : 1);
   const bool rows_ok = r0 + rr0 < V;  // V % 4 == 0: a warp's 4 rows are all valid or all not
@@ -157,7 +115,7 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
   const std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
 #pragma unroll
   for (int i = 0; i < kRPW; ++i) {
-    if (need_lp && rows_ok && act) load_raw<C>(p, codes, scales, r0 + rr0 + i, lane, raw[i]);
+    if (need_lp && rows_ok && act) load_raw<C, kRowK>(p, codes, scales, r0 + rr0 + i, lane, raw[i]);
   }
   cp_async_wait_all();
   __syncthreads();
@@ -215,6 +173,11 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
     // Per slice s: u of the appended record (GDN; emu::window_sum over the n old records), then materialise the
     // warp's rows: N = total S + sum_{j <= n} (G_j w_j[r]) k_j (emu::window_state_elem), output N q, HP row (split),
     // encode. Slice 0's LP rows were loaded with the window, a later slice's at the top of its iteration (v24).
+    // kFold (v42-v43): u and the coefficient rows first, per row of the CTA (flush_prep_folded); the slices then need
+    // the LP rows only where they are the state (replay-shared).
+    if constexpr (kFold != 0)
+      flush_prep_folded<C, kGdn, kK, kV>(p, raw, codes, scales, ns, r0, rr0, RS, sTot[0], n, sK, sB, sVt, sW, sGd, sCU,
+                                         hh, tid, lane, act);
     for (int s = 0; s < ns; ++s) {
       // The slice loop keeps the smem loads in the loop: loop-invariant ones hoisted by the compiler stay live
       // across slices (k_t, q_t, beta, v rows) and ptxas spilled (v24). o is 0, opaque to the compiler.
@@ -235,7 +198,7 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
       if (s > 0) {
 #pragma unroll
         for (int i = 0; i < kRPW; ++i)
-          if (need_lp && act) load_raw<C>(p, codes, scales, rs + i, lane, raw[i]);
+          if ((kFold ? !split : need_lp) && act) load_raw<C, kRowK>(p, codes, scales, rs + i, lane, raw[i]);
       }
 #pragma unroll
       for (int i = 0; i < kRPW; ++i) {
@@ -246,7 +209,12 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
       const float tot = sTots[0];
       F4 S[kRPW];
 #pragma unroll
-      for (int i = 0; i < kRPW; ++i) S[i] = (need_lp && act) ? decode_raw<C>(p, raw[i]) : F4{{0, 0, 0, 0}};
+      for (int i = 0; i < kRPW; ++i)
+        S[i] = ((kFold ? !split : need_lp) && act) ? decode_raw<C, kFold != 0>(p, raw[i]) : F4{{0, 0, 0, 0}};
+      if constexpr (kFold != 0) {
+        flush_rows_folded<C, kFold == 2, kK, kV>(p, S, Sh, tot, n, rs, ro, RS, sKs, sQs, sWs, sSks, hh, b, h, lane, act);
+        continue;
+      }
       F4 wn;
       if constexpr (kGdn) {
         const F4 kk = act ? ld4(sKs + n * K + 4 * lane) : F4{{0, 0, 0, 0}};

@@ -158,6 +158,59 @@ __device__ __forceinline__ int scale_idx(const KParams& p, int r, int lane) {
   return p.scaling == formats::Scaling::row ? r : r * formats::ceil_div(p.K, 32) + lane / 8;
 }
 
+// Raw codes of row r (lane's 4 elements) and its scale: loads only, decoded after the window has been staged so that
+// the state loads and the window's cp.async fly together.
+template <class C>
+struct RawRow {
+  std::uint32_t c[C::kBits == 32 ? 4 : (C::kBits == 16 ? 2 : 1)];
+  float s;
+};
+// kRow (v42, the folded step flush): row scaling (8-bit codes) or none (FP32) known at compile time, K = kRow's value.
+template <class C, int kRow = 0>
+__device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,
+                                         int lane, RawRow<C>& w) {
+  const std::size_t i = std::size_t(r) * (kRow > 0 ? kRow : p.K) + 4 * lane;
+  if constexpr (C::kBits == 32) {
+    const uint4 u = *reinterpret_cast<const uint4*>(codes + i * 4);
+    w.c[0] = u.x, w.c[1] = u.y, w.c[2] = u.z, w.c[3] = u.w;
+  } else if constexpr (C::kBits == 16) {
+    const uint2 u = *reinterpret_cast<const uint2*>(codes + i * 2);
+    w.c[0] = u.x, w.c[1] = u.y;
+  } else {
+    w.c[0] = *reinterpret_cast<const std::uint32_t*>(codes + i);
+  }
+  if constexpr (kRow > 0) w.s = C::kBlock != 0 ? reinterpret_cast<const float*>(scales)[r] : 1.0f;
+  else w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
+}
+// E4M3: four codes at once (v10: formats::e4m3_decode4_scaled; v20: its hardware form hw_e4m3_decode4_scaled,
+// hw_convert.cuh), NaN codes code by code (the codec's bits). Until v22 replay_head's u=hp rows took the per-code
+// decode (v10's registers made ptxas spill there, +29%, PERF_NOTES v10); since v22 the non-flush dots decode with
+// hw_e4m3_decode4_scaled_arith instead, and this one serves the flush paths (whose decoded values are stored).
+template <class C, bool kRow = false>  // kRow: load_raw's (row scaling or none known at compile time)
+__device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
+    F4 y;
+    if (formats::hw_e4m3_decode4_scaled(w.c[0], (kRow ? C::kBlock != 0 : scaled<C>(p)) ? w.s : 1.0f, y.x))
+      return y;  // v20
+  }
+  std::uint32_t c[4];
+  if constexpr (C::kBits == 32) {
+    c[0] = w.c[0], c[1] = w.c[1], c[2] = w.c[2], c[3] = w.c[3];
+  } else if constexpr (C::kBits == 16) {
+    c[0] = w.c[0] & 0xFFFFu, c[1] = w.c[0] >> 16, c[2] = w.c[1] & 0xFFFFu, c[3] = w.c[1] >> 16;
+  } else {
+    c[0] = w.c[0] & 0xFFu, c[1] = (w.c[0] >> 8) & 0xFFu, c[2] = (w.c[0] >> 16) & 0xFFu, c[3] = w.c[0] >> 24;
+  }
+  F4 y;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) y.x[e] = decode_code<C>(c[e]);
+  if (kRow ? C::kBlock != 0 : scaled<C>(p)) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) y.x[e] = formats::mul_rn(y.x[e], w.s);
+  }
+  return y;
+}
+
 // Decode row r of a store (codes / scales of one head) into the lane's 4 elements.
 template <class C>
 __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,

@@ -136,6 +136,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   bool expect_step_kernel = false;  // some such run had a step at the real dims with row-scaled 8-bit codes
   long verify_kernel_launches = 0;  // launches of group_verify_kernel in the group runs
   bool expect_verify_kernel = false;  // some such run had an FP32 verify of 2..8 drafts at the real dims
+  long flush_fold_launches = 0;  // launches of the folded step flush in the split runs
+  bool expect_flush_fold = false;  // some such run flushed in a step at the real dims with FP32 or row-scaled RNE FP8
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!group.empty() && groups[i] != group) continue;
@@ -157,6 +159,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         kern::fast_split_launches(true);
         kern::fast_step_kernel_launches(true);
         kern::fast_verify_kernel_launches(true);
+        kern::fast_flush_fold_launches(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.split == 1 && lay.heads == 1) {
           step_kernel_launches += kern::fast_step_kernel_launches(false);
@@ -177,7 +180,16 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
                                                           m.format == formats::FormatId::fp32 &&
                                                           !(m.split() && m.arch == Arch::gdn && m.usource == USource::hp));
         }
-        if (lay.split == 1) split_launches += kern::fast_split_launches(false);
+        if (lay.split == 1) {
+          split_launches += kern::fast_split_launches(false);
+          flush_fold_launches += kern::fast_flush_fold_launches(false);
+          const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
+          const bool codes = m.format == formats::FormatId::fp32 ||
+                             (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row &&
+                              m.rounding == formats::Rounding::rne);
+          expect_flush_fold = expect_flush_fold || (real && has_step_flush(cases[i]) && codes &&
+                                                    !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
+        }
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
@@ -196,6 +208,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
   if (expect_step_kernel) REQUIRE(step_kernel_launches > 0);  // v32: the FP8 row-scaled step's own kernel ran
   if (expect_verify_kernel) REQUIRE(verify_kernel_launches > 0);  // v39: the grouped FP32 verify's own kernel ran
+  if (expect_flush_fold) REQUIRE(flush_fold_launches > 0);  // v42: the folded step flush ran
   // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many
   // (at most the head's): whole heads, or pairs starting at slices 0 and 2.
   for (std::size_t li = 0; li < settings.size(); ++li) {
