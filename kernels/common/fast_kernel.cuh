@@ -276,15 +276,18 @@ inline bool host_flush_fold() {
   }();
   return on;
 }
+// The codecs the folded flush is instantiated for: FP32, and 8-bit minifloats with block scales and a hardware RNE pair.
+template <class C>
+inline constexpr bool kFlushFoldable =
+    C::kBits == 32 || (C::kBits == 8 && C::kBlock != 0 && formats::kHwRnePair<C::kFormat>);
 template <class C, bool kGdn>
 inline int flush_fold_applies(const KParams& p, bool real) {
+  static_assert(kFlushFoldable<C>, "flush_fold_applies: a codec the folded flush is instantiated for");
   const bool split = p.policy == emu::Policy::replay_split;
   if (!real || p.op != Op::step || p.T != 1 || !host_flush_fold()) return 0;
   if (p.policy != emu::Policy::replay_shared && !split) return 0;
   if (kGdn && split && p.usource != emu::USource::lp) return 0;
-  bool codes = C::kBits == 32;
-  if constexpr (C::kBits == 8 && C::kBlock != 0 && formats::kHwRnePair<C::kFormat>)
-    codes = p.scaling == formats::Scaling::row && p.rounding == formats::Rounding::rne;
+  const bool codes = C::kBits == 32 || (p.scaling == formats::Scaling::row && p.rounding == formats::Rounding::rne);
   return codes ? (split ? 2 : 1) : 0;
 }
 template <class C, bool kGdn>
@@ -473,7 +476,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
         }
       }
       auto* flush = real ? replay_flush_kernel<C, kGdn, true> : replay_flush_kernel<C, kGdn>;
-      if constexpr (C::kBits == 32 || (C::kBits == 8 && C::kBlock != 0 && formats::kHwRnePair<C::kFormat>)) {
+      if constexpr (kFlushFoldable<C>) {
         const int fold = fgrid > 0 ? flush_fold_applies<C, kGdn>(p, real) : 0;
         if (fold > 0) {
           flush = fold == 2 ? replay_flush_kernel<C, kGdn, true, 2> : replay_flush_kernel<C, kGdn, true, 1>;

@@ -136,6 +136,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   bool expect_step_kernel = false;  // some such run had a step at the real dims with row-scaled 8-bit codes
   long verify_kernel_launches = 0;  // launches of group_verify_kernel in the group runs
   bool expect_verify_kernel = false;  // some such run had an FP32 verify of 2..8 drafts at the real dims
+  const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);  // the real head dims
   long flush_fold_launches = 0;  // launches of the folded step flush in the split runs
   bool expect_flush_fold = false;  // some such run flushed in a step at the real dims with FP32 or row-scaled RNE FP8
   int n_modes = 0;
@@ -163,7 +164,6 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.split == 1 && lay.heads == 1) {
           step_kernel_launches += kern::fast_step_kernel_launches(false);
-          const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
           expect_step_kernel = expect_step_kernel ||
                                (real && has_step(cases[i]) &&
                                 (m.format == formats::FormatId::fp32 ||
@@ -173,7 +173,6 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         if (lay.heads > 1) {
           used = std::max(used, kern::fast_group_heads_used(false));
           verify_kernel_launches += kern::fast_verify_kernel_launches(false);
-          const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
           const bool multi_draft = std::any_of(cases[i].ops.begin(), cases[i].ops.end(),
                                                [](const auto& op) { return op.verify && op.T >= 2 && op.T <= 8; });
           expect_verify_kernel = expect_verify_kernel || (real && multi_draft && s.dims.H % (2 * s.dims.G) == 0 &&
@@ -183,7 +182,6 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         if (lay.split == 1) {
           split_launches += kern::fast_split_launches(false);
           flush_fold_launches += kern::fast_flush_fold_launches(false);
-          const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);
           const bool codes = m.format == formats::FormatId::fp32 ||
                              (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row &&
                               m.rounding == formats::Rounding::rne);
