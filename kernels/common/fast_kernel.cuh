@@ -30,11 +30,12 @@
 // replay_hot_kernel (one CTA per head or group of heads): each with its own register allocation, no CTA launched only
 // to return. v32-v35 (fifteenth, sixteenth pass): the one-token FP8 row-scaled or FP32 step at the real dims runs
 // head_step_kernel instead, replay_head with the launcher's knowledge as constants and the window's records by bulk
-// copies.
-// Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_replay_lean.cuh
-// (per-32-row replay paths), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
-// op), fast_replay_flush.cuh (early and u=recompute flush); this file: the replay kernel's dispatch and the host
-// launchers.
+// copies. v46: its 8-bit row dots' trees reduced together and GDN's two window chains in one thread (fast_step_rows.cuh).
+// Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_flush_fold.cuh (the
+// folded step flush), fast_replay_lean.cuh (per-32-row replay paths), fast_async_copy.cuh (cp.async groups, bulk
+// copies), fast_step_rows.cuh (head_step_kernel's row dots and window sums), fast_replay_head.cuh (per-head non-flush
+// op), fast_replay_group.cuh (per-group non-flush op), fast_replay_flush.cuh (early and u=recompute flush); this file:
+// the replay kernel's dispatch and the host launchers.
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -192,6 +193,16 @@ inline bool host_step_kernel() {
   }();
   return on;
 }
+// v46: head_step_kernel's form (replay_head's kFused): 0 v45's, 1 v46's (the default). REPLAYSSM_STEP_FORM=0 in the
+// environment keeps v45's (A/B of one binary).
+inline constexpr int kStepForm = 1;
+inline int host_step_form() {
+  static const int form = [] {
+    const char* e = std::getenv("REPLAYSSM_STEP_FORM");
+    return e && *e && std::atoi(e) == 0 ? 0 : kStepForm;
+  }();
+  return form;
+}
 // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel for the grouped verify (A/B of one binary).
 inline bool host_verify_kernel() {
   static const bool on = [] {
@@ -241,14 +252,15 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 // a one-token step, 8-bit row-scaled codes, the real dims, not u=hp nor u=recompute (launcher: head_step_kernel_applies),
 // with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel. v35:
 // FP32 codes too (no scales; GDN's FP32 step runs it where fp32_step_split_rule picks the split layout).
-template <class C, bool kGdn>
+// v46: kForm, replay_head's kFused (host_step_form).
+template <class C, bool kGdn, int kForm>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   __shared__ __align__(8) std::uint64_t bar[2];  // the bulk copies: v33 the window's records, v40 the 8-bit checkpoint
   const int b = blockIdx.y;
   if (!cta_flushes(p, b)) {
     const Cta cta{b, int(blockIdx.x), 0, (kRealV<kGdn> + kRows - 1) / kRows};
-    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true>(p, sm, cta, bar);
+    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true, kForm>(p, sm, cta, bar);
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }
@@ -457,7 +469,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
                                     : replay_hot_kernel<C, kGdn, false>;
       if constexpr ((C::kBits == 8 && C::kBlock != 0) || C::kBits == 32)
         if (head_step_kernel_applies<C, kGdn>(p, real)) {
-          hot = head_step_kernel<C, kGdn>;
+          hot = host_step_form() == 0 ? head_step_kernel<C, kGdn, 0> : head_step_kernel<C, kGdn, 1>;
           note_step_kernel_launch();  // the tests check that it ran where it applies
         }
       if constexpr (C::kBits == 32) {  // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B of one binary)

@@ -2,7 +2,9 @@
 // The ReplaySSM non-flush op with one CTA per head (v6, v8, v9, v11). Part of fast_kernel.cuh.
 #include <type_traits>
 
+#include "kernels/common/fast_async_copy.cuh"
 #include "kernels/common/fast_replay_lean.cuh"
+#include "kernels/common/fast_step_rows.cuh"
 
 namespace replayssm::kern::fast {
 
@@ -16,38 +18,6 @@ namespace replayssm::kern::fast {
 // combined kernel the other CTAs of the head (same grid as v5) return at once; v13's replay_hot_kernel launches one CTA
 // per head. v28: a step with the whole checkpoint in flight from the start (kAllStages) runs its row dots before the
 // window lands (head_early).
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-// v33: the step kernel's window records by bulk copies (one thread issues each head's k and w records as one copy
-// each) completing on a shared-memory mbarrier, instead of a cp.async per 16 bytes from every warp (the v32 profile:
-// the window's staging loops were ~13% of Mamba-2's FP8 step instructions).
-__device__ __forceinline__ unsigned smem_addr(const void* s) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(s));
-}
-__device__ __forceinline__ void mbar_init_tx(std::uint64_t* bar, unsigned bytes) {  // one arrival, bytes in flight
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(void* s, const void* g, unsigned bytes, std::uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_addr(s)),
-               "l"(g), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait0(std::uint64_t* bar) {  // phase 0 completed
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar))
-        : "memory");
-  } while (!done);
-}
 // K: p.K, or the same value as a constant (replay_head's kK).
 template <class C>
 __host__ __device__ inline int head_nsc(const KParams& p, int K) {  // scales per row in the ring
@@ -222,10 +192,14 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // global memory), not a cp.async per 16 bytes from every warp: GDN's step kernel -20% instructions; its rows sit
 // unswizzled (3-way bank conflicts on average, 22% of the shared-load wavefronts; the step is issue-bound, not
 // bandwidth-bound in shared memory). One copy per warp (each warp's rows contiguous, a barrier each) was slower.
-template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false>  // kHp: GDN replay_split u=hp
+// kFused (kStep only; head_step_kernel's kForm): 1 (v46) the 8-bit row dots' trees of kStepRsChunk row groups reduced
+// together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: v45's form.
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false,
+          int kFused = 0>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
   static_assert(!kStep || ((C::kBits == 8 || C::kBits == 32) && !kHp && kK > 0 && kV > 0),
                 "replay_head: kStep needs 8- or 32-bit codes at the real dims");
+  static_assert(kFused == 0 || kStep, "replay_head: kFused is head_step_kernel's");
   constexpr bool kRowSc = kStep && C::kBlock != 0;  // kStep with 8-bit codes: row scaling (FP32: none)
   constexpr bool kBulk = kRowSc;                     // v40: the checkpoint by bulk copies (comment above)
   static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
@@ -371,15 +345,19 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   auto rows = [&](auto nd_c, auto row_c, const float* sKn) {
     float* dq = sm + L.oD();  // sDq0, sDk0 of 3a (declared there: declared here, they moved the FP32 paths' SASS)
     float* dk = dq + nd * R;
+    if constexpr (kBulk && kFused != 0) {  // v46
+      step_rows_rs<C, kGdn, kK, kV, kV / kRows, kStepRsChunk<kGdn>>(ck, rr0, lane, sQ, sKn, dq, dk);
+    } else {
 #pragma unroll
-    for (int g = 0; g < nsplit; ++g) {
-      const int hr = g * kRows + rr0;
-      if constexpr (kBulk)  // the stage's 4 rows at ck + hr RB, their scales at ck + V RB + 4 hr
-        stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value, true>(
-            p, ck + hr * RB, RB, 0, V * RB + hr * (4 - RB), nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
-      else if (hr < V)
-        stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value>(
-            p, ring + g * SB, RB, oHP, oSC, nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
+      for (int g = 0; g < nsplit; ++g) {
+        const int hr = g * kRows + rr0;
+        if constexpr (kBulk)  // the stage's 4 rows at ck + hr RB, their scales at ck + V RB + 4 hr
+          stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value, true>(
+              p, ck + hr * RB, RB, 0, V * RB + hr * (4 - RB), nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
+        else if (hr < V)
+          stage_row_dots<C, kGdn, kHp, decltype(nd_c)::value, decltype(row_c)::value>(
+              p, ring + g * SB, RB, oHP, oSC, nsc, K, lane, sQ, sKn, nd, R, dq + hr, dk + hr);
+      }
     }
   };
   using One = std::integral_constant<int, 1>;
@@ -481,28 +459,34 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
   //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
   float* gw = p.rw + std::size_t(hh) * p.cap * V;
-  if constexpr (kGdn) {
-    float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
-    for (int r = tid; r < V; r += kThreads) {
-      for (int t = 0; t < nd; ++t) {
-        const int jn = n + t;
-        const float vt = sVt[t * R + r];
-        const float u = emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
-        sW[jn * R + r] = u;
-        gw[std::size_t(jn) * V + r] = u;
-        if (recompute) gv[std::size_t(jn) * V + r] = vt;
+  if constexpr (kGdn && kFused != 0) {  // v46: nd = 1, V <= kThreads
+    if (tid < V)
+      step_window_fused(tid, n, sTot[0], sDq0[tid], sDk0[tid], sCU, sCO, sW, R, sB[n], sVt[tid],
+                        p.skip ? sSk + tid : nullptr, gw + std::size_t(n) * V, p.o + (bt(0) * p.H + h) * V);
+  } else {
+    if constexpr (kGdn) {
+      float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
+      for (int r = tid; r < V; r += kThreads) {
+        for (int t = 0; t < nd; ++t) {
+          const int jn = n + t;
+          const float vt = sVt[t * R + r];
+          const float u = emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
+          sW[jn * R + r] = u;
+          gw[std::size_t(jn) * V + r] = u;
+          if (recompute) gv[std::size_t(jn) * V + r] = vt;
+        }
       }
+      __syncthreads();
     }
-    __syncthreads();
-  }
-  int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + i kThreads = t V + r, without a division
-  for (; r >= V && t < nd; r -= V) ++t;
-  while (t < nd) {
-    const int jn = n + t;
-    if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
-    const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
-    p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
-    for (r += kThreads; r >= V && t < nd; r -= V) ++t;
+    int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + i kThreads = t V + r, without a division
+    for (; r >= V && t < nd; r -= V) ++t;
+    while (t < nd) {
+      const int jn = n + t;
+      if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+      const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
+      p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
+      for (r += kThreads; r >= V && t < nd; r -= V) ++t;
+    }
   }
 }
 
