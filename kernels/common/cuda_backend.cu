@@ -269,7 +269,14 @@ void set_fast_flush_hint(int n) { g_flush_hint.store(n > 0 || n == -1 ? n : kExa
 namespace {
 // The tests' launch counters (decode_kernel.h): read, or read and reset.
 std::atomic<long> g_split_launches{0}, g_step_kernel_launches{0}, g_verify_kernel_launches{0},
-    g_flush_fold_launches{0};
+    g_flush_fold_launches{0}, g_step_fixed_launches{0};
+std::atomic<int>& step_fixed_mode() {
+  static std::atomic<int> v{[] {
+    const char* e = std::getenv("REPLAYSSM_STEP_FIXED");
+    return (e && *e && std::atoi(e) == 0) ? 0 : 1;
+  }()};
+  return v;
+}
 long take(std::atomic<long>& counter, bool reset) { return reset ? counter.exchange(0) : counter.load(); }
 }  // namespace
 long fast_split_launches(bool reset) { return take(g_split_launches, reset); }
@@ -280,6 +287,10 @@ long fast_verify_kernel_launches(bool reset) { return take(g_verify_kernel_launc
 void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
 long fast_flush_fold_launches(bool reset) { return take(g_flush_fold_launches, reset); }
 void note_flush_fold_launch() { ++g_flush_fold_launches; }
+void set_fast_step_fixed(int on) { step_fixed_mode().store(on != 0 ? 1 : 0); }
+int fast_step_fixed() { return step_fixed_mode().load(); }
+long fast_step_fixed_launches(bool reset) { return take(g_step_fixed_launches, reset); }
+void note_step_fixed_launch() { ++g_step_fixed_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 namespace {
 std::atomic<int>& flush_slices_mode() {

@@ -100,6 +100,21 @@ void note_verify_kernel_launch();
 // turns it off) since the last call with reset = true.
 long fast_flush_fold_launches(bool reset);
 void note_flush_fold_launch();
+// v48: head_step_kernel with its window's record count a constant (kStepFixedRecords, a step's records at L = 16)
+// where step_fixed_applies, so that its shared-memory layout folds; 0 = always the generic instantiation. 1 by default;
+// REPLAYSSM_STEP_FIXED=0 in the environment sets the start value (A/B of one binary). The tests run the split layout
+// both ways at the real head dims; results are bit-identical.
+void set_fast_step_fixed(int on);
+int fast_step_fixed();
+// How many tuned ReplaySSM launches ran head_step_kernel's fixed-records instantiation since the last call with
+// reset = true (tests).
+long fast_step_fixed_launches(bool reset);
+void note_step_fixed_launch();
+inline constexpr int kStepFixedRecords = 15;
+// A step's window holds min(L - 1, cap) records at most (fast_replay_head.cuh: step_records).
+inline bool step_fixed_applies(int L, int cap, bool on) {
+  return on && (L - 1 < cap ? L - 1 : cap) == kStepFixedRecords;
+}
 // The flush count the CUDA backend passes as KParams::flush_hint: kExactFlushHint (default) = the true count;
 // -1 = unknown; n > 0 = claim n where some sequence flushes (the true 0 where none does; 0 and values below -1 mean
 // kExactFlushHint, since a claim of 0 would skip the flushes). The tests claim 1 in one of their runs (the tuned flush

@@ -252,15 +252,16 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 // a one-token step, 8-bit row-scaled codes, the real dims, not u=hp nor u=recompute (launcher: head_step_kernel_applies),
 // with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel. v35:
 // FP32 codes too (no scales; GDN's FP32 step runs it where fp32_step_split_rule picks the split layout).
-// v46: kForm, replay_head's kFused (host_step_form).
-template <class C, bool kGdn, int kForm>
+// v46: kForm, replay_head's kFused (host_step_form). v48: kNR, replay_head's (kStepFixedRecords where
+// step_fixed_applies, else 0).
+template <class C, bool kGdn, int kForm, int kNR>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   __shared__ __align__(8) std::uint64_t bar[2];  // the bulk copies: v33 the window's records, v40 the 8-bit checkpoint
   const int b = blockIdx.y;
   if (!cta_flushes(p, b)) {
     const Cta cta{b, int(blockIdx.x), 0, (kRealV<kGdn> + kRows - 1) / kRows};
-    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true, kForm>(p, sm, cta, bar);
+    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true, kForm, kNR>(p, sm, cta, bar);
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }
@@ -469,8 +470,12 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
                                     : replay_hot_kernel<C, kGdn, false>;
       if constexpr ((C::kBits == 8 && C::kBlock != 0) || C::kBits == 32)
         if (head_step_kernel_applies<C, kGdn>(p, real)) {
-          hot = host_step_form() == 0 ? head_step_kernel<C, kGdn, 0> : head_step_kernel<C, kGdn, 1>;
+          const bool fixed = step_fixed_applies(p.L, p.cap, fast_step_fixed() != 0);
+          hot = host_step_form() == 0 ? head_step_kernel<C, kGdn, 0, 0>
+                : fixed               ? head_step_kernel<C, kGdn, 1, kStepFixedRecords>
+                                      : head_step_kernel<C, kGdn, 1, 0>;
           note_step_kernel_launch();  // the tests check that it ran where it applies
+          if (fixed && host_step_form() != 0) note_step_fixed_launch();
         }
       if constexpr (C::kBits == 32) {  // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B of one binary)
         const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;

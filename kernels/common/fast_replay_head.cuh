@@ -194,8 +194,9 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // bandwidth-bound in shared memory). One copy per warp (each warp's rows contiguous, a barrier each) was slower.
 // kFused (kStep only; head_step_kernel's kForm): 1 (v46) the 8-bit row dots' trees of kStepRsChunk row groups reduced
 // together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: v45's form.
-template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false,
-          int kFused = 0>  // kHp: GDN replay_split u=hp
+// kNR (v48, kStep only): the window's record count in the layout (step_records) as a constant, 0: from p.
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false, int kFused = 0,
+          int kNR = 0>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
   static_assert(!kStep || ((C::kBits == 8 || C::kBits == 32) && !kHp && kK > 0 && kV > 0),
                 "replay_head: kStep needs 8- or 32-bit codes at the real dims");
@@ -220,8 +221,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   // v28 (head_early): the step's row dots before the window lands; kAllStages as kAll below.
   const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && (kStep || p.op != Op::verify);
   const int R = nsplit * kRows;
-  const Smem L{kStep ? step_records(p) : head_records(p), kStep ? (early ? 2 : 1) : head_q_rows(p, early), K, recompute, R,
-               p.skip != nullptr, false};
+  static_assert(kNR == 0 || kStep, "replay_head: kNR is head_step_kernel's");
+  const int nr = kStep ? (kNR > 0 ? kNR : step_records(p)) : head_records(p);
+  const Smem L{nr, kStep ? (early ? 2 : 1) : head_q_rows(p, early), K, recompute, R, p.skip != nullptr, false};
   const int NR = L.NR;
   float* sA = sm + L.oA();
   float* sB = sm + L.oB();

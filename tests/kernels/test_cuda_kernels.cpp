@@ -47,6 +47,7 @@ constexpr int kAllGroupHeads = 1 << 20;
 using KernelSplit = Scoped<kern::fast_kernel_split, kern::set_fast_kernel_split>;  // 0 combined, 1 split
 using FlushHint = Scoped<kern::fast_flush_hint, kern::set_fast_flush_hint>;  // the count the backend claims
 using FlushSlices = Scoped<kern::fast_flush_slices, kern::set_fast_flush_slices>;  // 0: the rule; n: n per CTA
+using StepFixed = Scoped<kern::fast_step_fixed, kern::set_fast_step_fixed>;  // 1: where it applies; 0: generic
 constexpr int kWholeHead = 1 << 20;  // every row slice of a head in one flush CTA (v24)
 
 // The tuned kernel layouts each ReplaySSM case runs in: the combined kernel (32-row CTAs, v5-v12), the split kernels
@@ -54,14 +55,15 @@ constexpr int kWholeHead = 1 << 20;  // every row slice of a head in one flush C
 // claiming one flushing sequence where some flush, so that where several flush (the step flushes of the small shape's
 // two sequences; the [overflow] cases' two early flushes at the real head dims, whose per-head counters then count
 // slices from CTAs that first did the other sequence's items) its flush CTAs stride through them.
-// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs keeps one (compute-sanitizer jobs, where the tripled GPU work
-// outlasts a device call; a run with one layout covers only its kernel instantiations; with split-pairs, the tests
-// that do not run that layout return before any assertion).
+// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs|split-generic keeps one (compute-sanitizer jobs, where the
+// tripled GPU work outlasts a device call; a run with one layout covers only its kernel instantiations; with
+// split-pairs or split-generic, the tests that do not run that layout return before any assertion).
 // The split layout also runs its step flushes with a whole head per flush CTA (v24; the rule's choice at the bench's
 // batch, 1 at the tests' batches, which the group layout keeps).
 struct Layout {
   const char* name;
   int split, heads, flush_hint, flush_slices;
+  int step_fixed = 1;  // head_step_kernel's fixed-records instantiation where it applies (v48); 0: the generic one
 };
 constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
                                {"split", 1, 1, kern::kExactFlushHint, kWholeHead},
@@ -69,16 +71,21 @@ constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
 // Two slices per flush CTA: at GDN's real dims (4 slices per head) a CTA's item starts at slice 2 (sp > 0 with ns > 1),
 // which whole heads never reach; the [real-head] cases add it where a head has more than two slices (review of v24).
 constexpr Layout kSlicePairs{"split-pairs", 1, 1, kern::kExactFlushHint, 2};
-std::vector<Layout> layouts_to_test(bool pairs) {
+// The split layout with head_step_kernel's generic instantiation (v48: the cases' L = 16 selects the fixed-records one
+// elsewhere), in the [real-head] cases.
+constexpr Layout kSplitGeneric{"split-generic", 1, 1, kern::kExactFlushHint, kWholeHead, 0};
+std::vector<Layout> layouts_to_test(bool pairs, bool generic = false) {
   const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
   if (pairs) all.push_back(kSlicePairs);  // the caller passes pairs only where it differs from whole heads
+  if (generic) all.push_back(kSplitGeneric);
   if (v.empty()) return all;
   for (const Layout& l : all)
     if (v == l.name) return {l};
-  if (v == kSlicePairs.name) return {};  // a test without that layout: nothing of it to run
-  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group or split-pairs, got '%s'\n", v.c_str());
+  if (v == kSlicePairs.name || v == kSplitGeneric.name) return {};  // a test without that layout: nothing to run
+  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs or split-generic, got '%s'\n",
+              v.c_str());
   std::exit(2);
 }
 
@@ -114,7 +121,8 @@ std::vector<std::string> case_groups(const std::vector<Case>& cases) {
 // processes (scripts/gpu_checks.sh), since one instrumented process over every mode outlasts a device call.
 // u: only GDN replay_split modes of that u source (the largest policy, split again for the sanitizer jobs).
 // group: only the cases of that group (case_groups; "" = all); each case keeps the seed of its place in the list.
-// pairs: the ReplaySSM runs add the split layout with two slices per flush CTA (kSlicePairs).
+// pairs: the ReplaySSM runs add the split layout with two slices per flush CTA (kSlicePairs) where a head has more
+// than two slices, and the split layout with head_step_kernel's generic instantiation (kSplitGeneric).
 void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Policy policy, int u = -1,
            const std::string& group = "", bool pairs = false) {
   auto emu = make_emulated_backend();
@@ -122,7 +130,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   // Conventional ops have no replay layouts: one run. ReplaySSM: every layout, and the grouped run must really group.
   const int nsplit = (s.dims.V + 31) / 32;  // 32-row slices per head
   const std::vector<Layout> settings = policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]}
-                                                                             : layouts_to_test(pairs && nsplit > 2);
+                                                                             : layouts_to_test(pairs && nsplit > 2, pairs);
   if (settings.empty()) return;  // REPLAYSSM_TEST_LAYOUT names a layout this test does not run
   const bool forced_groups = policy != Policy::conventional_shared &&
                              std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.heads > 1; });
@@ -134,6 +142,9 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   long split_launches = 0;  // launches of the split layout in the runs that force it
   long step_kernel_launches = 0;  // launches of head_step_kernel in the split per-head runs
   bool expect_step_kernel = false;  // some such run had a step at the real dims with row-scaled 8-bit codes
+  long step_fixed_launches = 0;  // launches of its fixed-records instantiation in those runs (v48)
+  long generic_step_launches = 0, generic_fixed_launches = 0;  // head_step_kernel launches in the split-generic runs
+  bool expect_generic_step = false;  // some split-generic run had such a step
   long verify_kernel_launches = 0;  // launches of group_verify_kernel in the group runs
   bool expect_verify_kernel = false;  // some such run had an FP32 verify of 2..8 drafts at the real dims
   const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);  // the real head dims
@@ -155,20 +166,30 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const KernelSplit split(lay.split);
         const FlushHint hint(lay.flush_hint);
         const FlushSlices slices(lay.flush_slices);
+        const StepFixed fixed(lay.step_fixed);
         kern::fast_group_heads_used(true);
         kern::fast_flush_slices_used(true);
         kern::fast_split_launches(true);
         kern::fast_step_kernel_launches(true);
         kern::fast_verify_kernel_launches(true);
         kern::fast_flush_fold_launches(true);
+        kern::fast_step_fixed_launches(true);
         const CaseOutputs g = run_backend(*gpu(), m, in);
         if (lay.split == 1 && lay.heads == 1) {
-          step_kernel_launches += kern::fast_step_kernel_launches(false);
-          expect_step_kernel = expect_step_kernel ||
-                               (real && has_step(cases[i]) &&
-                                (m.format == formats::FormatId::fp32 ||
-                                 (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row)) &&
-                                !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
+          const long launched = kern::fast_step_kernel_launches(false), fixed_ran = kern::fast_step_fixed_launches(false);
+          const bool expect = real && has_step(cases[i]) &&
+                              (m.format == formats::FormatId::fp32 ||
+                               (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row)) &&
+                              !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp);
+          if (lay.step_fixed != 0) {
+            step_kernel_launches += launched;
+            step_fixed_launches += fixed_ran;
+            expect_step_kernel = expect_step_kernel || expect;
+          } else {
+            generic_step_launches += launched;
+            generic_fixed_launches += fixed_ran;
+            expect_generic_step = expect_generic_step || expect;
+          }
         }
         if (lay.heads > 1) {
           used = std::max(used, kern::fast_group_heads_used(false));
@@ -205,6 +226,9 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   if (forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
   if (forced_split) REQUIRE(split_launches > 0);  // and where they force the split kernels, some launch split
   if (expect_step_kernel) REQUIRE(step_kernel_launches > 0);  // v32: the FP8 row-scaled step's own kernel ran
+  if (expect_step_kernel) REQUIRE(step_fixed_launches > 0);  // v48: in its fixed-records form (the cases' L = 16)
+  if (expect_generic_step) REQUIRE(generic_step_launches > 0);  // and in its generic form where the test forces it
+  REQUIRE(generic_fixed_launches == 0);
   if (expect_verify_kernel) REQUIRE(verify_kernel_launches > 0);  // v39: the grouped FP32 verify's own kernel ran
   if (expect_flush_fold) REQUIRE(flush_fold_launches > 0);  // v42: the folded step flush ran
   // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many

@@ -11,6 +11,8 @@
 
 using replayssm::kern::flush_slices_rule;
 using replayssm::kern::step_flush_slices;
+using replayssm::kern::kStepFixedRecords;
+using replayssm::kern::step_fixed_applies;
 using replayssm::kern::group_heads_rule;
 using replayssm::kern::kFlushCtasPerSm;
 using replayssm::kern::fp32_step_split_rule;
@@ -96,6 +98,17 @@ TEST_CASE("flush slices of an op: several per CTA only for lean step flushes wit
     CHECK(step_flush_slices(forced, 1, 0, false, 32, 4, sms) == 1);
     CHECK(step_flush_slices(forced, 1, 0, true, 32, 1, sms) == 1);
   }
+}
+
+TEST_CASE("step records: head_step_kernel's fixed-records form exactly where a step's window holds 15", "[kernels]") {
+  CHECK(kStepFixedRecords == 15);
+  CHECK(step_fixed_applies(16, 23, true));    // the bench's L = 16 (cap = L - 1 + 8 drafts)
+  CHECK(step_fixed_applies(16, 15, true));    // a cap of exactly L - 1
+  CHECK(step_fixed_applies(32, 15, true));    // a cap below L - 1 bounds the window
+  CHECK_FALSE(step_fixed_applies(16, 23, false));  // turned off (the tests' split-generic layout, A/B)
+  CHECK_FALSE(step_fixed_applies(8, 15, true));    // 7 records: the generic form
+  CHECK_FALSE(step_fixed_applies(32, 39, true));   // 31 records
+  CHECK_FALSE(step_fixed_applies(16, 14, true));   // a cap below 15
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
