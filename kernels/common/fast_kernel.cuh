@@ -193,8 +193,8 @@ inline bool host_step_kernel() {
   }();
   return on;
 }
-// v46: head_step_kernel's form (replay_head's kFused): 0 v45's, 1 v46's (the default). REPLAYSSM_STEP_FORM=0 in the
-// environment keeps v45's (A/B of one binary).
+// v46: head_step_kernel's form (replay_head's kFused): 0 v40-v45's, 1 v46's (the default). REPLAYSSM_STEP_FORM=0 in the
+// environment keeps v40-v45's (A/B of one binary).
 inline constexpr int kStepForm = 1;
 inline int host_step_form() {
   static const int form = [] {

@@ -193,7 +193,7 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // unswizzled (3-way bank conflicts on average, 22% of the shared-load wavefronts; the step is issue-bound, not
 // bandwidth-bound in shared memory). One copy per warp (each warp's rows contiguous, a barrier each) was slower.
 // kFused (kStep only; head_step_kernel's kForm): 1 (v46) the 8-bit row dots' trees of kStepRsChunk row groups reduced
-// together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: v45's form.
+// together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: v40-v45's form.
 // kNR (v48, kStep only): the window's record count in the layout (step_records) as a constant, 0: from p.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false, int kFused = 0,
           int kNR = 0>  // kHp: GDN replay_split u=hp
