@@ -287,6 +287,13 @@ long fast_verify_kernel_launches(bool reset) { return take(g_verify_kernel_launc
 void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
 long fast_flush_fold_launches(bool reset) { return take(g_flush_fold_launches, reset); }
 void note_flush_fold_launch() { ++g_flush_fold_launches; }
+int fast_step_form() {
+  static const int form = [] {
+    const char* e = std::getenv("REPLAYSSM_STEP_FORM");
+    return e && *e && std::atoi(e) == 0 ? 0 : 1;
+  }();
+  return form;
+}
 void set_fast_step_fixed(int on) { step_fixed_mode().store(on != 0 ? 1 : 0); }
 int fast_step_fixed() { return step_fixed_mode().load(); }
 long fast_step_fixed_launches(bool reset) { return take(g_step_fixed_launches, reset); }

@@ -100,6 +100,10 @@ void note_verify_kernel_launch();
 // turns it off) since the last call with reset = true.
 long fast_flush_fold_launches(bool reset);
 void note_flush_fold_launch();
+// v46: head_step_kernel's form (replay_head's kFused): 0 = v40-v45's kernel, 1 = v46's (the default: its 8-bit row
+// dots' trees reduced together, GDN's window chains fused). REPLAYSSM_STEP_FORM=0 in the environment keeps v40-v45's
+// (A/B of one binary); the fixed-records instantiation below is form 1's.
+int fast_step_form();
 // v48: head_step_kernel with its window's record count a constant (kStepFixedRecords, a step's records at L = 16)
 // where step_fixed_applies, so that its shared-memory layout folds; 0 = always the generic instantiation. 1 by default;
 // REPLAYSSM_STEP_FIXED=0 in the environment sets the start value (A/B of one binary). The tests run the split layout

@@ -193,16 +193,6 @@ inline bool host_step_kernel() {
   }();
   return on;
 }
-// v46: head_step_kernel's form (replay_head's kFused): 0 v40-v45's, 1 v46's (the default). REPLAYSSM_STEP_FORM=0 in the
-// environment keeps v40-v45's (A/B of one binary).
-inline constexpr int kStepForm = 1;
-inline int host_step_form() {
-  static const int form = [] {
-    const char* e = std::getenv("REPLAYSSM_STEP_FORM");
-    return e && *e && std::atoi(e) == 0 ? 0 : kStepForm;
-  }();
-  return form;
-}
 // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel for the grouped verify (A/B of one binary).
 inline bool host_verify_kernel() {
   static const bool on = [] {
@@ -252,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 // a one-token step, 8-bit row-scaled codes, the real dims, not u=hp nor u=recompute (launcher: head_step_kernel_applies),
 // with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel. v35:
 // FP32 codes too (no scales; GDN's FP32 step runs it where fp32_step_split_rule picks the split layout).
-// v46: kForm, replay_head's kFused (host_step_form). v48: kNR, replay_head's (kStepFixedRecords where
+// v46: kForm, replay_head's kFused (fast_step_form). v48: kNR, replay_head's (kStepFixedRecords where
 // step_fixed_applies, else 0).
 template <class C, bool kGdn, int kForm, int kNR>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
@@ -470,12 +460,15 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
                                     : replay_hot_kernel<C, kGdn, false>;
       if constexpr ((C::kBits == 8 && C::kBlock != 0) || C::kBits == 32)
         if (head_step_kernel_applies<C, kGdn>(p, real)) {
-          const bool fixed = step_fixed_applies(p.L, p.cap, fast_step_fixed() != 0);
-          hot = host_step_form() == 0 ? head_step_kernel<C, kGdn, 0, 0>
-                : fixed               ? head_step_kernel<C, kGdn, 1, kStepFixedRecords>
-                                      : head_step_kernel<C, kGdn, 1, 0>;
+          // v48: the rule, and the record count the kernel's layout takes (step_records), agree (belt and braces)
+          const bool fixed = step_fixed_applies(p.L, p.cap, fast_step_fixed() != 0) &&
+                             step_records(p) == kStepFixedRecords;
+          const int form = fast_step_form();
+          hot = form == 0 ? head_step_kernel<C, kGdn, 0, 0>
+                : fixed   ? head_step_kernel<C, kGdn, 1, kStepFixedRecords>
+                          : head_step_kernel<C, kGdn, 1, 0>;
           note_step_kernel_launch();  // the tests check that it ran where it applies
-          if (fixed && host_step_form() != 0) note_step_fixed_launch();
+          if (fixed && form != 0) note_step_fixed_launch();
         }
       if constexpr (C::kBits == 32) {  // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B of one binary)
         const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;

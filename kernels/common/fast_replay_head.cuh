@@ -348,7 +348,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     float* dq = sm + L.oD();  // sDq0, sDk0 of 3a (declared there: declared here, they moved the FP32 paths' SASS)
     float* dk = dq + nd * R;
     if constexpr (kBulk && kFused != 0) {  // v46
-      step_rows_rs<C, kGdn, kK, kV, kV / kRows, kStepRsChunk<kGdn>>(ck, rr0, lane, sQ, sKn, dq, dk);
+      step_rows_rs<C, kGdn, kK, kV, kV / kRows, kStepRsChunk>(ck, rr0, lane, sQ, sKn, dq, dk);
     } else {
 #pragma unroll
       for (int g = 0; g < nsplit; ++g) {
@@ -462,6 +462,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
   float* gw = p.rw + std::size_t(hh) * p.cap * V;
   if constexpr (kGdn && kFused != 0) {  // v46: nd = 1, V <= kThreads
+    static_assert(kV > 0 && kV <= kThreads, "replay_head: the fused window takes one thread per row");
     if (tid < V)
       step_window_fused(tid, n, sTot[0], sDq0[tid], sDk0[tid], sCU, sCO, sW, R, sB[n], sVt[tid],
                         p.skip ? sSk + tid : nullptr, gw + std::size_t(n) * V, p.o + (bt(0) * p.H + h) * V);

@@ -42,6 +42,7 @@ __device__ __forceinline__ void step_rows_rs(const std::uint8_t* ck, int rr0, in
                                              float* sDq, float* sDk) {
   static_assert(C::kFormat == formats::FormatId::fp8_e4m3, "step_rows_rs: E4M3 codes (the 8-bit codec instantiated)");
   static_assert(kNS % kChunk == 0, "step_rows_rs: whole chunks of row groups");
+  static_assert(kK == 128, "step_rows_rs: 32 virtual lanes of 4 elements cover the row (no lane mask)");
   constexpr int RB = kK, kT = kGdn ? 2 : 1, M = kChunk * kT;
   constexpr int kLog = M == 1 ? 0 : M == 2 ? 1 : M == 4 ? 2 : 3;
   const int ri = lane >> 3, rj = lane & 7;
@@ -82,7 +83,6 @@ __device__ __forceinline__ void step_rows_rs(const std::uint8_t* ck, int rr0, in
 
 // Row groups per reduce-scatter (v46): GDN's 4 groups x 2 trees in chunks of 2 groups (4 values; all 8 at once spilled
 // 4 bytes at the 40 registers of 6 CTAs per SM, for 8 fewer SASS instructions), Mamba-2's 2 groups x 1 tree at once.
-template <bool kGdn>
 inline constexpr int kStepRsChunk = 2;
 
 // GDN's window sums of row r in the step (one draft), u's and the output's in one thread: emu::window_sum over the n
