@@ -222,6 +222,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && (kStep || p.op != Op::verify);
   const int R = nsplit * kRows;
   static_assert(kNR == 0 || kStep, "replay_head: kNR is head_step_kernel's");
+  // v50: Mamba-2's 8-bit fused step writes its record fields from the last warp, which 3b leaves idle, and drops the
+  // barrier before 3b (Mamba-2 FP8 steps -2.0..-2.4%; GDN's 40-register kernel spilled with it, +30%).
+  constexpr bool kTail = kFused != 0 && !kGdn && kAllStages<C, kHp, (kK > 0 && kV > 0)>;
   const int nr = kStep ? (kNR > 0 ? kNR : step_records(p)) : head_records(p);
   const Smem L{nr, kStep ? (early ? 2 : 1) : head_q_rows(p, early), K, recompute, R, p.skip != nullptr, false};
   const int NR = L.NR;
@@ -427,10 +430,18 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     float* wa = p.ra + std::size_t(hh) * p.cap;
     float* wb = p.rbeta + std::size_t(hh) * p.cap;
     float* wk = p.rk + std::size_t(hh) * p.cap * K;
-    for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
-    for (int x = tid; x < nd * K4; x += kThreads) {
-      const int j = x / K4, c = 4 * (x % K4);
-      st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+    if constexpr (kTail) {  // v50: one token; the last warp, which no row of 3b needs
+      static_assert(kV > 0 && kV <= (kWarps - 1) * 32, "replay_head: kTail's record warp must be free in 3b");
+      if (warp == kWarps - 1) {
+        if (lane == 0) wa[n] = sA[n], wb[n] = sB[n];
+        for (int c4 = lane; c4 < K4; c4 += 32) st4(wk + std::size_t(n) * K + 4 * c4, ld4(sK + n * K + 4 * c4));
+      }
+    } else {
+      for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
+      for (int x = tid; x < nd * K4; x += kThreads) {
+        const int j = x / K4, c = 4 * (x % K4);
+        st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+      }
     }
   }
 
@@ -455,7 +466,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       cp_async_commit();
     }
   }
-  __syncthreads();
+  // v50 (kTail): the row dots ran before the window's barrier, and since then no thread wrote what 3b reads (the record
+  // fields above only read shared memory): no barrier.
+  if constexpr (!kTail) __syncthreads();
 
   // 3b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
   //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
