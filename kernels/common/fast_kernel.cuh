@@ -241,7 +241,8 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 // v32: replay_hot_kernel's per-head form for the one case that the bench's FP8 rows and the split layout's default run:
 // a one-token step, 8-bit row-scaled codes, the real dims, not u=hp nor u=recompute (launcher: head_step_kernel_applies),
 // with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel. v35:
-// FP32 codes too (no scales; GDN's FP32 step runs it where fp32_step_split_rule picks the split layout).
+// FP32 codes too (no scales; the FP32 step runs it where fp32_step_split_rule picks the split layout: GDN since v35,
+// Mamba-2 since v53).
 // v46: kForm, replay_head's kFused (fast_step_form). v48: kNR, replay_head's (kStepFixedRecords where
 // step_fixed_applies, else 0).
 template <class C, bool kGdn, int kForm, int kNR>

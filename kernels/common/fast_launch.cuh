@@ -13,9 +13,10 @@ inline bool host_kernel_split(const KParams& p) {
   const int force = fast_kernel_split();
   if (force >= 0) return force == 1;
   const bool rec = p.policy == emu::Policy::replay_split && p.usource == emu::USource::recompute;
-  // v35: GDN's FP32 step runs head_step_kernel in the split layout (p.group_heads is still 1 here, as for any step)
-  const bool fp32_step_kernel = kGdn && C::kBits == 32 && head_step_kernel_applies<C, kGdn>(p, real_dims<kGdn>(p)) &&
-                                fp32_step_split_rule(static_cast<long long>(p.B) * p.H, p.flush_hint);
+  // v35 (GDN), v53 (Mamba-2): the FP32 step runs head_step_kernel in the split layout (p.group_heads is still 1 here,
+  // as for any step)
+  const bool fp32_step_kernel = C::kBits == 32 && head_step_kernel_applies<C, kGdn>(p, real_dims<kGdn>(p)) &&
+                                fp32_step_split_rule(static_cast<long long>(p.B) * p.H, p.flush_hint, kGdn);
   return kernel_split_rule(C::kBits, p.op == Op::verify ? p.T : 0, rec, fp32_step_kernel);
 }
 

@@ -293,7 +293,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   }
   {
     const float* ra = p.ra + std::size_t(hh) * p.cap;
-    const float* rk = p.rk + std::size_t(hh) * p.cap * K + 4 * lane;
+    // v53: FP32 codes: the group's first head's k records, as the step's bulk copy below (8-bit codes: the combined
+    // kernel spilled with it)
+    const float* rk = p.rk + std::size_t(kStep || C::kBits != 32 ? hh : group_head0(p, hh)) * p.cap * K + 4 * lane;
     const float* rw = p.rw + std::size_t(hh) * p.cap * V;
     const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
     const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
@@ -311,7 +313,11 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         const unsigned bk = unsigned(n) * K * 4, bw = unsigned(n) * V * 4;
         mbar_init_tx(bar, bk + bw);
         if (n > 0) {
-          bulk_copy(sK, p.rk + std::size_t(hh) * p.cap * K, bk, bar);
+          // v53: the k records of the group's first head, which every head of the group holds (each appends its
+          // group's k_t; replay_group's staging relies on the same, v12), so that its sibling CTAs read them from L2;
+          // not GDN's 8-bit step, whose 40-register kernel spilled with it (64 / 76 B)
+          const int hk = kGdn && C::kBits == 8 ? hh : group_head0(p, hh);
+          bulk_copy(sK, p.rk + std::size_t(hk) * p.cap * K, bk, bar);
           bulk_copy(sW, rw, bw, bar);
         }
       }

@@ -146,6 +146,11 @@ __device__ __forceinline__ float decode_code(std::uint32_t c) {
 __device__ __forceinline__ int group_of(const KParams& p, int h) {
   return p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);
 }
+// v53: b H + h (hh) of the first head of head h's group where H / G is a power of two (it divides H, so the group's
+// heads are hh's aligned block of 2^group_shift), else hh itself.
+__device__ __forceinline__ int group_head0(const KParams& p, int hh) {
+  return p.group_shift >= 0 ? (hh >> p.group_shift) << p.group_shift : hh;
+}
 
 template <class C>
 __device__ __forceinline__ bool scaled(const KParams& p) {
