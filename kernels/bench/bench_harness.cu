@@ -161,7 +161,10 @@ std::size_t touched_bytes(const Sizes& z, const emu::Dims& d) {
 }
 
 // DESIGN section 6 byte model for one decode step / one verify of T drafts, whole batch. state_out gets the state
-// (checkpoint / snapshot) part alone.
+// (checkpoint / snapshot) part alone. A record's k counts once per group (session 20, v53): every head of a group
+// holds its group's k_t (DESIGN counts K per head-state), and the kernels read one copy per group (replay_group since
+// v12, the step since v53), as the token's k and q already count per (sequence, group); each head still writes its
+// own copy, K floats per head and appended record above this model.
 double model_bytes(const Case& c, const emu::StoreLayout& lay, double* state_out) {
   const emu::Dims& d = c.s.d;
   const bool gdn = c.s.arch == Arch::gdn;
@@ -170,8 +173,9 @@ double model_bytes(const Case& c, const emu::StoreLayout& lay, double* state_out
   const double E4 = 4.0 * d.V * d.K;                          // one FP32 head state
   const bool split = c.v.policy == Policy::replay_split, replay = c.v.policy != Policy::conventional_shared;
   const bool recompute = gdn && split && c.v.usource == USource::recompute;
-  const double rec = 4.0 * (d.K + d.V + 2) + (recompute ? 4.0 * d.V : 0.0);  // one record (a, beta, k, w [, v])
-  const double recr = 4.0 * (d.K + d.V + 1);                                 // what a replay output reads of one
+  const double kg = double(d.K) * d.G / d.H;                                // a record's k per head: once per group
+  const double rec = 4.0 * (kg + d.V + 2) + (recompute ? 4.0 * d.V : 0.0);  // one record (a, beta, k, w [, v])
+  const double recr = 4.0 * (kg + d.V + 1);                                 // what a replay output reads of one
   const int T = c.op == Op::verify ? c.T : 1;
   // tokens: per head a (+ beta), v (+ skip), output; per (sequence, group) k and q
   const double tok_head = 4.0 * ((gdn ? 2 : 1) + d.V * (gdn ? 1 : 2) + d.V);

@@ -176,16 +176,16 @@ inline bool kernel_split_rule(int state_bits, int drafts, bool recompute, bool f
   if (recompute) return false;
   return state_bits < 32 || fp32_step_kernel;
 }
-// Where the FP32 step runs head_step_kernel (the real dims) in the split layout. GDN (v35): where no sequence flushes
-// (flush_hint == 0: no flush kernel at all) or where the heads of the op fill many waves (B H >= kFp32StepSplitHeads),
-// so that the flush kernel's one wave is a small share of the op; measured (B = 1, 16, 64, 256, 512; H = 32) -7.8%,
-// +20%, +16%, -2.6%, -5.4% against the combined kernel. Mamba-2 (v53): equal until its step kernel read the k records
-// once per group (v53), since then -7.7% at B = 256 (H = 128), the one batch measured: B H >= kFp32StepSplitHeadsMamba2
-// only.
+// Where the FP32 step runs head_step_kernel (the real dims) in the split layout: where no sequence flushes
+// (flush_hint == 0: no flush kernel at all) or where the heads of the op fill many waves, so that the flush kernel's
+// one wave is a small share of the op. GDN (v35, B H >= kFp32StepSplitHeads): measured (B = 1, 16, 64, 256, 512;
+// H = 32) -7.8%, +20%, +16%, -2.6%, -5.4% against the combined kernel. Mamba-2 (v53, B H >= kFp32StepSplitHeadsMamba2):
+// equal until its step kernel read the k records once per group (v53); since then (B = 1, 16, 64, 128, 256; H = 128)
+// -7.7%, +14.2%, -0.2%, -3.5%, -7.7%.
 inline constexpr long long kFp32StepSplitHeads = 8192;
-inline constexpr long long kFp32StepSplitHeadsMamba2 = 32768;
+inline constexpr long long kFp32StepSplitHeadsMamba2 = 16384;
 inline bool fp32_step_split_rule(long long heads, long long flush_hint, bool gdn = true) {
-  return gdn ? flush_hint == 0 || heads >= kFp32StepSplitHeads : heads >= kFp32StepSplitHeadsMamba2;
+  return flush_hint == 0 || heads >= (gdn ? kFp32StepSplitHeads : kFp32StepSplitHeadsMamba2);
 }
 
 // 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window

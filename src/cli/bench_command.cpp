@@ -221,7 +221,7 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   doubles("flush_fraction", [](const R& r) { return r.flush_fraction; });
   f.set_attr("/rows", "n_rows", std::int64_t(n));
   f.set_attr("/rows", "units", "median/p10/p90/min_us: microseconds per decode step (per verify, per copy); "
-                               "model_bytes: DESIGN section 6 byte model per step incl. records and token I/O; "
+                               "model_bytes: DESIGN section 6 byte model per step incl. records (their k once per group) and token I/O; "
                                "gbps = model_bytes / median; pct_roofline vs the measured copy roofline");
   f.ensure_group("/device");
   f.set_attr("/device", "name", res.device);

@@ -126,13 +126,13 @@ TEST_CASE("kernel layout: the split kernels where they measured faster", "[kerne
   CHECK_FALSE(fp32_step_split_rule(16LL * 32, 1));
   CHECK_FALSE(fp32_step_split_rule(64LL * 32, 4));
   CHECK_FALSE(fp32_step_split_rule(64LL * 32, -1));
-  // Mamba-2 (H = 128, v53): from B = 256 only, flushes or not (the smaller batches are not measured)
-  CHECK(fp32_step_split_rule(256LL * 128, 16, false));
+  // Mamba-2 (H = 128, v53): where nothing flushes, or from B = 128; not at B = 16 or 64 with flushes
+  CHECK(fp32_step_split_rule(128, 0, false));
+  CHECK(fp32_step_split_rule(128LL * 128, 8, false));
   CHECK(fp32_step_split_rule(512LL * 128, -1, false));
-  CHECK(fp32_step_split_rule(256LL * 128, 0, false));
-  CHECK_FALSE(fp32_step_split_rule(16LL * 128, 0, false));
+  CHECK_FALSE(fp32_step_split_rule(16LL * 128, 1, false));
   CHECK_FALSE(fp32_step_split_rule(64LL * 128, 4, false));
-  CHECK_FALSE(fp32_step_split_rule(128LL * 128, -1, false));
+  CHECK_FALSE(fp32_step_split_rule(64LL * 128, -1, false));
   for (const int T : {1, 2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
   for (const int bits : {4, 8, 16}) {
     CHECK(kernel_split_rule(bits, 0, false));
