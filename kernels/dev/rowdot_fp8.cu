@@ -9,6 +9,7 @@
 //      FP64 dot it lands, and how much faster it is, are what this bench measures;
 //   3  v1 with the row scale applied once per row after the tree (comment at rows_v3).
 // Usage: dev_rowdot_fp8 [heads=8192] [l2_heads=0 (inputs of head h % l2_heads: an L2-resident set)] [reps=50]
+//                       [repeat=1 (the row dots repeated per staged head: their instruction cost without the loads)]
 // Prints one line per version: median us, GB/s over the bytes read, and the worst row error |got - ref| / sum|c s q|;
 // fails (exit 1) where a version's error exceeds kDotBound or a value is not finite. Exits 3 without a CUDA device
 // (as `replayssm bench`; CTest reports the smoke run as skipped there).
@@ -53,6 +54,7 @@ struct Args {
   float* dq;                  // [H][V]
   float* dk;                  // [H][V]
   int l2_heads;               // > 0: inputs of head h % l2_heads
+  int repeat;                 // row dots per staged head
 };
 
 __device__ __forceinline__ int in_head(const Args& a) {
@@ -116,11 +118,14 @@ __global__ void __launch_bounds__(kThreads) rowdot_smem(Args a) {
   if (tid < kV) reinterpret_cast<float*>(ck + kV * kK)[tid] = a.scales[std::size_t(hi) * kV + tid];
   if (tid < kK) sQ[tid] = a.q[std::size_t(hi) * kK + tid], sK[tid] = a.k[std::size_t(hi) * kK + tid];
   __syncthreads();
-  if constexpr (kV3)
-    rows_v3<replayssm::kern::fast::kStepRsChunk>(ck, (tid / 32) * kRPW, tid % 32, sQ, sK, sDq, sDk);
-  else
-    replayssm::kern::fast::step_rows_rs<C8, true, kK, kV, kV / kRows, replayssm::kern::fast::kStepRsChunk>(
-        ck, (tid / 32) * kRPW, tid % 32, sQ, sK, sDq, sDk);
+  for (int rep = 0; rep < a.repeat; ++rep) {
+    if constexpr (kV3)
+      rows_v3<replayssm::kern::fast::kStepRsChunk>(ck, (tid / 32) * kRPW, tid % 32, sQ, sK, sDq, sDk);
+    else
+      replayssm::kern::fast::step_rows_rs<C8, true, kK, kV, kV / kRows, replayssm::kern::fast::kStepRsChunk>(
+          ck, (tid / 32) * kRPW, tid % 32, sQ, sK, sDq, sDk);
+    asm volatile("" ::: "memory");  // every repeat reloads the staged rows
+  }
   __syncthreads();
   if (tid < kV) a.dq[std::size_t(blockIdx.x) * kV + tid] = sDq[tid], a.dk[std::size_t(blockIdx.x) * kV + tid] = sDk[tid];
 }
@@ -192,19 +197,25 @@ __global__ void __launch_bounds__(kThreads) rowdot_v2(Args a) {
               B1 = reinterpret_cast<const uint4*>(rowa + 8 * kK)[1];
   const std::uint32_t wa[8] = {A0.x, A0.y, A0.z, A0.w, A1.x, A1.y, A1.z, A1.w};
   const std::uint32_t wb[8] = {B0.x, B0.y, B0.z, B0.w, B1.x, B1.y, B1.z, B1.w};
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float d[4];
+  for (int rep = 0; rep < a.repeat; ++rep) {
+    d[0] = d[1] = d[2] = d[3] = 0.0f;
 #pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    const uint2 bb = sB[(s * 4 + t) * 8 + g];
-    mma16816(d, e4m3x2_to_f16x2(wa[s] & 0xFFFFu), e4m3x2_to_f16x2(wb[s] & 0xFFFFu), e4m3x2_to_f16x2(wa[s] >> 16),
-             e4m3x2_to_f16x2(wb[s] >> 16), bb.x, bb.y);
+    for (int s = 0; s < 8; ++s) {
+      std::uint32_t x = wa[s], y = wb[s];
+      asm volatile("" : "+r"(x), "+r"(y));  // every repeat converts the codes again
+      const uint2 bb = sB[(s * 4 + t) * 8 + g];
+      mma16816(d, e4m3x2_to_f16x2(x & 0xFFFFu), e4m3x2_to_f16x2(y & 0xFFFFu), e4m3x2_to_f16x2(x >> 16),
+               e4m3x2_to_f16x2(y >> 16), bb.x, bb.y);
+    }
+    // d[0], d[1]: row r0, columns 2t, 2t + 1; d[2], d[3]: row r0 + 8. Lane t = 0 holds the hi terms (q, k), t = 1
+    // mid, t = 2 lo, t = 3 zeros: (hi + mid) + lo by two shuffles.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[i] = __fadd_rn(d[i], __shfl_xor_sync(0xFFFFFFFFu, d[i], 1));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[i] = __fadd_rn(d[i], __shfl_xor_sync(0xFFFFFFFFu, d[i], 2));
+    asm volatile("" ::: "memory");
   }
-  // d[0], d[1]: row r0, columns 2t, 2t + 1; d[2], d[3]: row r0 + 8. Lane t = 0 holds the hi terms (q, k), t = 1 mid,
-  // t = 2 lo, t = 3 zeros: (hi + mid) + lo by two shuffles.
-#pragma unroll
-  for (int i = 0; i < 4; ++i) d[i] = __fadd_rn(d[i], __shfl_xor_sync(0xFFFFFFFFu, d[i], 1));
-#pragma unroll
-  for (int i = 0; i < 4; ++i) d[i] = __fadd_rn(d[i], __shfl_xor_sync(0xFFFFFFFFu, d[i], 2));
   if (t == 0) {
     const float uq = sPre[0][2], uk = sPre[1][2];
     const float* sc = a.scales + std::size_t(hi) * kV;
@@ -245,13 +256,14 @@ int main(int argc, char** argv) {
   const int H = argc > 1 ? std::atoi(argv[1]) : 8192;
   const int l2 = argc > 2 ? std::atoi(argv[2]) : 0;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 50;
+  const int repeat = argc > 4 ? std::atoi(argv[4]) : 1;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("dev_rowdot_fp8: no CUDA device\n");
     return 3;
   }
-  if (H <= 0 || l2 < 0 || reps <= 0) {
-    std::fprintf(stderr, "dev_rowdot_fp8: usage: dev_rowdot_fp8 [heads > 0] [l2_heads >= 0] [reps > 0]\n");
+  if (H <= 0 || l2 < 0 || reps <= 0 || repeat <= 0) {
+    std::fprintf(stderr, "dev_rowdot_fp8: usage: dev_rowdot_fp8 [heads > 0] [l2_heads >= 0] [reps > 0] [repeat > 0]\n");
     return 2;
   }
   // Random inputs: codes of every finite E4M3 value, row scales over 2^-12..2^0, q and k with a 2^6 dynamic range.
@@ -283,13 +295,14 @@ int main(int argc, char** argv) {
   CK(cudaMemcpy(ds, scales.data(), scales.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dqv, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dkv, k.data(), k.size() * 4, cudaMemcpyHostToDevice));
-  const Args a{dc, ds, dqv, dkv, oq, ok, l2};
+  const Args a{dc, ds, dqv, dkv, oq, ok, l2, repeat};
   const int smem1 = kV * kK + kV * 4 + 2 * kK * 4 + 2 * kV * 4;
   const int nin = l2 > 0 ? std::min(l2, H) : H;
   const double bytes = double(nin) * (kV * kK + kV * 4 + 2 * kK * 4) + double(H) * 2 * kV * 4;
 
   std::vector<float> gq(std::size_t(H) * kV), gk(std::size_t(H) * kV);
-  std::printf("dev_rowdot_fp8: heads %d, input heads %d, %.1f MB per launch\n", H, nin, bytes / 1e6);
+  std::printf("dev_rowdot_fp8: heads %d, input heads %d, %.1f MB per launch, row dots %d times per head\n", H, nin,
+              bytes / 1e6, repeat);
   for (int v = 1; v <= 3; ++v) {
     auto launch = [&] {
       if (v == 1) rowdot_smem<false><<<H, kThreads, smem1>>>(a);
