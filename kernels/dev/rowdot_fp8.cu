@@ -10,8 +10,9 @@
 //   3  v1 with the row scale applied once per row after the tree (comment at rows_v3).
 // Usage: dev_rowdot_fp8 [heads=8192] [l2_heads=0 (inputs of head h % l2_heads: an L2-resident set)] [reps=50]
 //                       [repeat=1 (the row dots repeated per staged head: their instruction cost without the loads)]
-// Prints one line per version: median us, GB/s over the bytes read, and the worst row error |got - ref| / sum|c s q|;
-// fails (exit 1) where a version's error exceeds kDotBound or a value is not finite. Exits 3 without a CUDA device
+// Prints one line per version: median us, GB/s over the bytes read, and replayssm::compare's summary (the project's one
+// comparison) of each row's dot normalised by its sum |c s x|, so max_abs is the worst row error in that unit; fails
+// (exit 1) where a row's error exceeds kDotBound or a value is not finite. Exits 3 without a CUDA device
 // (as `replayssm bench`; CTest reports the smoke run as skipped there).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,9 +22,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <vector>
 
+#include "core/compare.h"
 #include "formats/minifloat.h"
 #include "kernels/common/fast_step_rows.cuh"
 
@@ -36,6 +39,8 @@ constexpr int kK = 128, kV = 128, kThreads = 256;
 // gamma_K of an FP32 dot of K terms (K u, u = 2^-24), relative to sum |c s x|: any summation order meets it, the
 // tensor cores' too; the three FP16 terms carry x to ~2^-33 of max |x|.
 constexpr double kDotBound = kK * 0x1p-24;
+// compare() on the normalised dots: every row within kDotBound (an absolute bound there), rel-RMS reported only.
+constexpr replayssm::Tolerance kDotTolerance{0.0, std::numeric_limits<double>::infinity(), kDotBound};
 
 #define CK(x)                                                                                  \
   do {                                                                                         \
@@ -312,9 +317,9 @@ int main(int argc, char** argv) {
     const float us = median_us(launch, reps);
     CK(cudaMemcpy(gq.data(), oq, gq.size() * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(gk.data(), ok, gk.size() * 4, cudaMemcpyDeviceToHost));
-    // Worst row error against the FP64 dot of the exact decoded values, relative to sum |c s x| (NaN fails).
-    double worst = 0.0;
-    bool finite = true;
+    // Each row's dot against the FP64 dot of the exact decoded values, both divided by the row's sum |c s x|.
+    std::vector<double> ref_n, got_n;
+    ref_n.reserve(2 * gq.size()), got_n.reserve(2 * gq.size());
     for (int h = 0; h < H; ++h) {
       const int hi = l2 > 0 ? h % l2 : h;
       for (int r = 0; r < kV; ++r) {
@@ -325,17 +330,17 @@ int main(int argc, char** argv) {
           rq += x * q[std::size_t(hi) * kK + c], aq += std::fabs(x * q[std::size_t(hi) * kK + c]);
           rk += x * k[std::size_t(hi) * kK + c], ak += std::fabs(x * k[std::size_t(hi) * kK + c]);
         }
-        const double eq = std::fabs(gq[std::size_t(h) * kV + r] - rq), ek = std::fabs(gk[std::size_t(h) * kV + r] - rk);
-        if (!std::isfinite(eq) || !std::isfinite(ek)) finite = false;
-        if (aq > 0) worst = std::max(worst, eq / aq);
-        if (ak > 0) worst = std::max(worst, ek / ak);
+        const std::size_t o = std::size_t(h) * kV + r;
+        ref_n.push_back(aq > 0 ? rq / aq : rq), got_n.push_back(aq > 0 ? gq[o] / aq : gq[o]);
+        ref_n.push_back(ak > 0 ? rk / ak : rk), got_n.push_back(ak > 0 ? gk[o] / ak : gk[o]);
       }
     }
-    std::printf("v%d  %9.2f us  %7.1f GB/s  worst |err| / sum|c s x| = %.3g (%.2f x 2^-24)%s\n", v, us,
-                bytes / (us * 1e3), worst, worst / std::ldexp(1.0, -24), finite ? "" : "  NON-FINITE");
-    if (!finite || !(worst <= kDotBound)) {
-      std::fprintf(stderr, "dev_rowdot_fp8: v%d: worst error %.3g above the bound %.3g (K 2^-24) or not finite\n", v,
-                   worst, kDotBound);
+    const replayssm::Comparison cmp = replayssm::compare(ref_n, got_n, kDotTolerance);
+    std::printf("v%d  %9.2f us  %7.1f GB/s  worst |err| / sum|c s x| = %.3g (%.2f x 2^-24)  %s\n", v, us,
+                bytes / (us * 1e3), cmp.max_abs, cmp.max_abs / std::ldexp(1.0, -24), cmp.summary().c_str());
+    if (!cmp.pass) {
+      std::fprintf(stderr, "dev_rowdot_fp8: v%d: a row's error above the bound %.3g (K 2^-24) or not finite\n", v,
+                   kDotBound);
       return 1;
     }
   }
