@@ -462,6 +462,18 @@ struct Runner {
       p.early_hint = 0;  // steady state: no buffer overflows
       return p;
     };
+    // v55: the step kernel's form for this case (restored after it): 2 for a tc row; an exact row never runs form 2
+    // (REPLAYSSM_STEP_FORM=2 in the environment), other forms it keeps (A/B of form 0). The tensor-core launches are
+    // counted, so that a row labelled "tc" is known to have run the form.
+    struct FormScope {
+      int old;
+      explicit FormScope(bool tc) : old(kern::fast_step_form()) {
+        if (tc) kern::set_fast_step_form(2);
+        else if (old == 2) kern::set_fast_step_form(1);
+      }
+      ~FormScope() { kern::set_fast_step_form(old); }
+    } form_scope(c.v.tc_dots);
+    kern::fast_step_tc_launches(true);
     auto launch = [&](int s) {
       const kern::KParams p = params(s);
       const int e = gdn ? kern::launch_gdn(m.format, p, stream) : kern::launch_mamba2(m.format, p, stream);
@@ -525,13 +537,16 @@ struct Runner {
     row.pct_roofline = res.roofline_gbps > 0 ? 100.0 * row.gbps / res.roofline_gbps : 0.0;
     row.flush_fraction = (z.replay && c.op == Op::decode) ? double(flushes) / (double(S) * d.B) : 0.0;
     row.nonfinite = long(bad);
+    row.dots = c.v.tc_dots ? "tc" : "exact";
+    if (c.v.tc_dots && kern::fast_step_tc_launches(false) == 0) note += "tensor-core form did not run; ";
     row.note = note + (bad ? "NON-FINITE OUTPUTS" : "");
     if (!row.note.empty() && row.note.back() == ' ') row.note.resize(row.note.size() - 2);
     res.rows.push_back(row);
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%-6s B=%-4d L=%-3d %-7s T=%d %-20s %-9s %-5s u=%-9s %10.2f us  %7.1f GB/s  (%d sets, %d steps/graph, %d reps)",
+    std::snprintf(buf, sizeof buf, "%-6s B=%-4d L=%-3d %-7s T=%d %-20s %-9s %-5s u=%-9s %10.2f us  %7.1f GB/s  (%d sets, %d steps/graph, %d reps)%s",
                   row.arch.c_str(), row.B, row.L, row.kernel.c_str(), T, row.policy.c_str(), row.format.c_str(),
-                  row.scaling.c_str(), row.usource.c_str(), row.median_us, row.gbps, R, S, reps);
+                  row.scaling.c_str(), row.usource.c_str(), row.median_us, row.gbps, R, S, reps,
+                  c.v.tc_dots ? "  tensor-core row dots" : "");
     log(buf);
   }
 
@@ -546,6 +561,7 @@ struct Runner {
                     emu::policy_name(c.v.policy) + "/" + formats::format_name(c.v.format.format) + "/" +
                     formats::scaling_name(c.v.format.scaling);
     if (c.s.arch == Arch::gdn && c.v.policy == Policy::replay_split) s += std::string("/u=") + emu::usource_name(c.v.usource);
+    if (c.v.tc_dots) s += " (tensor-core row dots)";
     return s;
   }
 
@@ -564,7 +580,15 @@ struct Runner {
           };
           auto same = [](const Variant& x, const Variant& y) {
             return x.policy == y.policy && x.usource == y.usource && x.format.format == y.format.format &&
-                   x.format.scaling == y.format.scaling && x.format.rounding == y.format.rounding;
+                   x.format.scaling == y.format.scaling && x.format.rounding == y.format.rounding &&
+                   x.tc_dots == y.tc_dots;
+          };
+          // v55: the variants whose step runs head_step_kernel's 8-bit row dots (the form-2 kernel exists for them:
+          // GDN only)
+          auto tc_applies = [&](const Variant& v) {
+            return a == Arch::gdn && v.format.format == formats::FormatId::fp8_e4m3 && v.format.scaling == formats::Scaling::row &&
+                   v.format.rounding == formats::Rounding::rne && v.policy != Policy::conventional_shared &&
+                   !(a == Arch::gdn && v.policy == Policy::replay_split && v.usource != USource::lp);
           };
           std::vector<Variant> seen{base};
           for (const Variant& v0 : cfg.variants) {
@@ -572,6 +596,12 @@ struct Runner {
             if (std::any_of(seen.begin(), seen.end(), [&](const Variant& x) { return same(x, v); })) continue;
             seen.push_back(v);
             cases.push_back(Case{shape(a, B), L, v, Op::decode, 1});
+            if (cfg.tc_dots && !v.tc_dots && tc_applies(v)) {
+              Variant t = v;
+              t.tc_dots = true;
+              seen.push_back(t);
+              cases.push_back(Case{shape(a, B), L, t, Op::decode, 1});
+            }
           }
           std::vector<Variant> vseen;
           for (const Variant& v0 : cfg.verify_variants) {
@@ -611,7 +641,9 @@ struct Runner {
       for (const Row& q : res.rows) {
         if (q.kernel != "decode" || q.arch != r.arch || q.B != r.B || q.L != r.L) continue;
         if (q.policy == "conventional_shared" && q.format == "fp32") conv = &q;
-        if (q.policy == r.policy && q.format == r.format && q.scaling == r.scaling && q.usource == r.usource) own = &q;
+        if (q.policy == r.policy && q.format == r.format && q.scaling == r.scaling && q.usource == r.usource &&
+            q.dots == r.dots)
+          own = &q;
       }
       if (conv) r.speedup_vs_conv = conv->median_us / r.median_us;
       if (r.kernel == "verify") {

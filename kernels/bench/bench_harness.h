@@ -25,6 +25,7 @@ struct Variant {
   emu::Policy policy = emu::Policy::conventional_shared;
   emu::USource usource = emu::USource::hp;
   formats::FormatSpec format;
+  bool tc_dots = false;  // the step kernel's form 2 (v55: 8-bit row dots on the tensor cores, not the emulation's bits)
 };
 
 struct Config {
@@ -34,6 +35,9 @@ struct Config {
   std::vector<int> spec_T;        // verify draft counts (empty: no verify rows)
   std::vector<Variant> variants;  // decode variants; conventional fp32 is always timed (it is the baseline)
   std::vector<Variant> verify_variants;
+  // v55: each GDN decode variant whose step runs head_step_kernel's 8-bit row dots (row-scaled E4M3, replay-shared
+  // or replay-split u=lp) is also timed with tc_dots (--step-dots exact,tc), beside the bit-exact form
+  bool tc_dots = false;
   int gdn_Hk = 16, gdn_Hv = 32, gdn_K = 128, gdn_V = 128;        // Qwen3.5
   int m2_H = 128, m2_P = 64, m2_N = 128, m2_G = 8;               // Nemotron-H
   int max_reps = 50;            // timed graph replays per case (upper bound)
@@ -60,6 +64,7 @@ struct Row {
   double vs_conv_step = 0;      // verify: this time / conventional fp32 decode step time
   double flush_fraction = 0;    // measured share of row-steps that flushed (decode, replay)
   long nonfinite = 0;           // non-finite outputs after timing (must be 0)
+  std::string dots = "exact";   // decode: "exact" (the emulation's bits) or "tc" (v55's tensor-core row dots)
   std::string note;
 };
 

@@ -287,13 +287,22 @@ long fast_verify_kernel_launches(bool reset) { return take(g_verify_kernel_launc
 void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
 long fast_flush_fold_launches(bool reset) { return take(g_flush_fold_launches, reset); }
 void note_flush_fold_launch() { ++g_flush_fold_launches; }
-int fast_step_form() {
-  static const int form = [] {
+namespace {
+std::atomic<int>& step_form_mode() {
+  static std::atomic<int> v{[] {
     const char* e = std::getenv("REPLAYSSM_STEP_FORM");
-    return e && *e && std::atoi(e) == 0 ? 0 : 1;
-  }();
-  return form;
+    if (!e || !*e) return 1;
+    const int f = std::atoi(e);
+    return f == 0 || f == 2 ? f : 1;
+  }()};
+  return v;
 }
+std::atomic<long> g_step_tc_launches{0};
+}  // namespace
+int fast_step_form() { return step_form_mode().load(); }
+void set_fast_step_form(int form) { step_form_mode().store(form == 0 || form == 2 ? form : 1); }
+long fast_step_tc_launches(bool reset) { return take(g_step_tc_launches, reset); }
+void note_step_tc_launch() { ++g_step_tc_launches; }
 void set_fast_step_fixed(int on) { step_fixed_mode().store(on != 0 ? 1 : 0); }
 int fast_step_fixed() { return step_fixed_mode().load(); }
 long fast_step_fixed_launches(bool reset) { return take(g_step_fixed_launches, reset); }

@@ -34,7 +34,7 @@
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_flush_fold.cuh (the
 // folded step flush), fast_replay_lean.cuh (per-32-row replay paths), fast_async_copy.cuh (cp.async groups, bulk
 // copies), fast_head_ring.cuh (replay_head's ring stages: layout, row dots), fast_step_rows.cuh (head_step_kernel's row
-// dots and window sums), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
+// dots and window sums), fast_step_rows_tc.cuh (v55: GDN's step row dots on the tensor cores, the opt-in form 2), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
 // op), fast_replay_flush.cuh (early and u=recompute flush); this file: the kernels; fast_launch.cuh (included at its
 // end): the host launchers.
 #include <atomic>
@@ -244,8 +244,8 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 // with replay_head's draft count, scaling and ring layout as constants. The other cases keep replay_hot_kernel. v35:
 // FP32 codes too (no scales; the FP32 step runs it where fp32_step_split_rule picks the split layout: GDN since v35,
 // Mamba-2 since v53).
-// v46: kForm, replay_head's kFused (fast_step_form). v48: kNR, replay_head's (kStepFixedRecords where
-// step_fixed_applies, else 0).
+// v46: kForm, replay_head's kFused (fast_step_form; v55: 2, GDN's 8-bit row dots on the tensor cores). v48: kNR,
+// replay_head's (kStepFixedRecords where step_fixed_applies, else 0).
 template <class C, bool kGdn, int kForm, int kNR>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];

@@ -132,10 +132,16 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
           // v48: the rule, and the record count the kernel's layout takes (step_records), agree (belt and braces)
           const bool fixed = step_fixed_applies(p.L, p.cap, fast_step_fixed() != 0) &&
                              step_records(p) == kStepFixedRecords;
-          const int form = fast_step_form();
+          int form = fast_step_form();
+          if ((C::kBits != 8 || !kGdn) && form == 2) form = 1;  // v55's tensor-core row dots: GDN's 8-bit codes only
           hot = form == 0 ? head_step_kernel<C, kGdn, 0, 0>
                 : fixed   ? head_step_kernel<C, kGdn, 1, kStepFixedRecords>
                           : head_step_kernel<C, kGdn, 1, 0>;
+          if constexpr (C::kBits == 8 && kGdn)
+            if (form == 2) {
+              hot = fixed ? head_step_kernel<C, kGdn, 2, kStepFixedRecords> : head_step_kernel<C, kGdn, 2, 0>;
+              note_step_tc_launch();
+            }
           note_step_kernel_launch();  // the tests check that it ran where it applies
           if (fixed && form != 0) note_step_fixed_launch();
         }

@@ -6,6 +6,7 @@
 #include "kernels/common/fast_head_ring.cuh"
 #include "kernels/common/fast_replay_lean.cuh"
 #include "kernels/common/fast_step_rows.cuh"
+#include "kernels/common/fast_step_rows_tc.cuh"
 
 namespace replayssm::kern::fast {
 
@@ -251,7 +252,15 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   auto rows = [&](auto nd_c, auto row_c, const float* sKn) {
     float* dq = sm + L.oD();  // sDq0, sDk0 of 3a (declared there: declared here, they moved the FP32 paths' SASS)
     float* dk = dq + nd * R;
-    if constexpr (kBulk && kFused != 0) {  // v46
+    if constexpr (kBulk && kFused == 2) {  // v55: the tensor cores (not the emulation's bits, fast_step_rows_tc.cuh)
+      // B's FP16 columns in shared memory that nothing uses before 3b: the row dots' region past dq, dk (the second
+      // draft's [2R, 4R), 4 columns) and the second-draft v row (2 columns); the 2^-e factors in the coefficient
+      // table sCO, built after this. GDN only (the launcher; Mamba-2 ran slower in this form)
+      static_assert(kGdn && kV == 2 * 64, "replay_head: form 2's B columns fill [2R, 4R) and one row of sVt");
+      static_assert(C::kFormat == formats::FormatId::fp8_e4m3, "replay_head: form 2 decodes E4M3 codes");
+      step_rows_tc<kGdn, kV>(ck, sQ, sKn, reinterpret_cast<__half*>(dq + 2 * R), reinterpret_cast<__half*>(sVt + R),
+                             sCO, dq, dk);
+    } else if constexpr (kBulk && kFused != 0) {  // v46
       step_rows_rs<C, kGdn, kK, kV, kV / kRows, kStepRsChunk>(ck, rr0, lane, sQ, sKn, dq, dk);
     } else {
 #pragma unroll

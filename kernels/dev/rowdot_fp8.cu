@@ -29,6 +29,7 @@
 #include "core/compare.h"
 #include "formats/minifloat.h"
 #include "kernels/common/fast_step_rows.cuh"
+#include "kernels/common/fast_step_rows_tc.cuh"
 
 namespace {
 
@@ -135,19 +136,8 @@ __global__ void __launch_bounds__(kThreads) rowdot_smem(Args a) {
   if (tid < kV) a.dq[std::size_t(blockIdx.x) * kV + tid] = sDq[tid], a.dk[std::size_t(blockIdx.x) * kV + tid] = sDk[tid];
 }
 
-// Two E4M3 codes (low byte first) as an FP16 pair: exact, every E4M3 value being an FP16 value.
-__device__ __forceinline__ std::uint32_t e4m3x2_to_f16x2(std::uint32_t two) {
-  std::uint32_t r;
-  asm("{\n .reg .b16 t;\n cvt.u16.u32 t, %1;\n cvt.rn.f16x2.e4m3x2 %0, t;\n}\n" : "=r"(r) : "r"(two));
-  return r;
-}
-__device__ __forceinline__ void mma16816(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
-                                         std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+using replayssm::kern::fast::tc_e4m3x2_to_f16x2;  // v55's step kernel took v2 (fast_step_rows_tc.cuh)
+using replayssm::kern::fast::tc_mma16816;
 
 // v2: tensor cores. Warp w owns rows 16 w .. 16 w + 15 (one m16 tile), K = 128 in 8 k16 steps. The dot is a sum
 // over K, so any bijection of K serves if A and B share it: thread (g = lane / 4, t = lane % 4) holds, at step s,
@@ -210,8 +200,8 @@ __global__ void __launch_bounds__(kThreads) rowdot_v2(Args a) {
       std::uint32_t x = wa[s], y = wb[s];
       asm volatile("" : "+r"(x), "+r"(y));  // every repeat converts the codes again
       const uint2 bb = sB[(s * 4 + t) * 8 + g];
-      mma16816(d, e4m3x2_to_f16x2(x & 0xFFFFu), e4m3x2_to_f16x2(y & 0xFFFFu), e4m3x2_to_f16x2(x >> 16),
-               e4m3x2_to_f16x2(y >> 16), bb.x, bb.y);
+      tc_mma16816(d, tc_e4m3x2_to_f16x2(x & 0xFFFFu), tc_e4m3x2_to_f16x2(y & 0xFFFFu), tc_e4m3x2_to_f16x2(x >> 16),
+                  tc_e4m3x2_to_f16x2(y >> 16), bb.x, bb.y);
     }
     // d[0], d[1]: row r0, columns 2t, 2t + 1; d[2], d[3]: row r0 + 8. Lane t = 0 holds the hi terms (q, k), t = 1
     // mid, t = 2 lo, t = 3 zeros: (hi + mid) + lo by two shuffles.

@@ -41,6 +41,9 @@ void add_options(po::options_description& d) {
       "verify-policies", po::value<std::string>()->default_value("conventional,replay-shared"),
       "policies timed as chain verify (store-all vs ReplaySSM)")(
       "verify-formats", po::value<std::string>()->default_value("fp32"), "formats timed as chain verify")(
+      "step-dots", po::value<std::string>()->default_value("exact,tc"),
+      "forms of the ReplaySSM step's 8-bit row dots: exact (the emulation's bits) and/or tc (tensor cores, validated "
+      "against FP64; rows for GDN's row-scaled fp8_e4m3 replay variants, split u=lp)")(
       "reps", po::value<int>()->default_value(50), "timed graph replays per case (most)")(
       "min-reps", po::value<int>()->default_value(5), "timed graph replays per case (least, also for slow cases)")(
       "case-ms", po::value<double>()->default_value(150.0), "timing budget per case in ms (sets reps between the two)")(
@@ -154,15 +157,15 @@ void write_csv(const std::string& path, const kbench::Result& res) {
   {
     std::ofstream f(tmp);
     if (!f) throw UserError("--csv " + path + ": cannot open for writing");
-    f << "arch,kernel,policy,usource,format,scaling,B,L,T,median_us,p10_us,p90_us,min_us,reps,sets,steps_per_graph,"
+    f << "arch,kernel,policy,usource,format,scaling,dots,B,L,T,median_us,p10_us,p90_us,min_us,reps,sets,steps_per_graph,"
          "model_bytes,state_bytes,gbps,pct_roofline,speedup_vs_conv,verify_vs_own_step,verify_vs_conv_step,"
          "flush_fraction,nonfinite,note\n";
     for (const auto& r : res.rows) {
       char buf[1024];
       std::snprintf(buf, sizeof buf,
-                    "%s,%s,%s,%s,%s,%s,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,%.0f,%.0f,%.2f,%.3f,%.4f,%.4f,%.4f,%.5f,%ld,\"%s\"\n",
+                    "%s,%s,%s,%s,%s,%s,%s,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,%.0f,%.0f,%.2f,%.3f,%.4f,%.4f,%.4f,%.5f,%ld,\"%s\"\n",
                     r.arch.c_str(), r.kernel.c_str(), r.policy.c_str(), r.usource.c_str(), r.format.c_str(),
-                    r.scaling.c_str(), r.B, r.L, r.T, r.median_us, r.p10_us, r.p90_us, r.min_us, r.reps, r.sets,
+                    r.scaling.c_str(), r.dots.c_str(), r.B, r.L, r.T, r.median_us, r.p10_us, r.p90_us, r.min_us, r.reps, r.sets,
                     r.steps_per_graph, r.model_bytes, r.state_bytes, r.gbps, r.pct_roofline, r.speedup_vs_conv,
                     r.vs_own_step, r.vs_conv_step, r.flush_fraction, r.nonfinite, r.note.c_str());
       f << buf;
@@ -199,6 +202,7 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   strings("usource", [](const R& r) { return r.usource; });
   strings("format", [](const R& r) { return r.format; });
   strings("scaling", [](const R& r) { return r.scaling; });
+  strings("dots", [](const R& r) { return r.dots; });
   strings("note", [](const R& r) { return r.note; });
   ints("B", [](const R& r) { return r.B; });
   ints("L", [](const R& r) { return r.L; });
@@ -234,7 +238,8 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
 #if defined(REPLAYSSM_HAVE_CUDA)
   // The kernel choices the environment can change (A/B runs of one binary): recorded so that a file tells which ran.
   std::string kenv;
-  for (const char* v : {"REPLAYSSM_LEAN", "REPLAYSSM_GROUP_HEADS", "REPLAYSSM_KERNEL_SPLIT", "REPLAYSSM_REFERENCE_KERNEL"})
+  for (const char* v : {"REPLAYSSM_LEAN", "REPLAYSSM_GROUP_HEADS", "REPLAYSSM_KERNEL_SPLIT", "REPLAYSSM_REFERENCE_KERNEL",
+                        "REPLAYSSM_STEP_FORM", "REPLAYSSM_STEP_FIXED", "REPLAYSSM_FLUSH_FOLD"})
     if (const char* e = std::getenv(v)) kenv += std::string(kenv.empty() ? "" : " ") + v + "=" + e;
   f.set_attr("/device", "kernel_env", kenv.empty() ? std::string("(none)") : kenv);
   f.set_attr("/device", "group_heads_cap", std::int64_t(kern::fast_group_heads()));
@@ -338,6 +343,13 @@ int run(const po::variables_map& vm) {
     return out;
   };
   const auto var = variants(pols, fmts), vvar = variants(vpols, vfmts);
+  bool dots_exact = false, dots_tc = false;
+  for (const std::string& t : split(vm["step-dots"].as<std::string>())) {
+    if (t == "exact") dots_exact = true;
+    else if (t == "tc") dots_tc = true;
+    else throw UserError("--step-dots: '" + t + "' (expected exact, tc or both, comma-separated)");
+  }
+  if (!dots_exact) throw UserError("--step-dots: exact is needed (the baseline rows and the targets read it)");
   auto shape4 = [&](const std::string& opt) {
     const std::vector<int> v = parse_ints(opt, vm[opt].as<std::string>(), 1, 4096);
     if (v.size() != 4) throw UserError("--" + opt + ": expected 4 comma-separated integers");
@@ -366,6 +378,7 @@ int run(const po::variables_map& vm) {
   cfg.spec_T = spec_T;
   cfg.variants = var;
   cfg.verify_variants = vvar;
+  cfg.tc_dots = dots_tc;
   cfg.gdn_Hk = gs[0], cfg.gdn_Hv = gs[1], cfg.gdn_K = gs[2], cfg.gdn_V = gs[3];
   cfg.m2_H = ms[0], cfg.m2_P = ms[1], cfg.m2_N = ms[2], cfg.m2_G = ms[3];
   cfg.max_reps = std::max(vm["reps"].as<int>(), vm["min-reps"].as<int>());

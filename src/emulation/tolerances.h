@@ -49,6 +49,20 @@ inline constexpr Tolerance kEmulationTolerance{1e-5, 1e-6, 0.0};
 // Fraction of identical stored bytes (quantised checkpoint) required of a backend against the emulation.
 inline constexpr double kMinIdenticalBytes = 0.9999;
 
+// The step kernel's form 2 (kern::set_fast_step_form: the 8-bit row dots S_c q, S_c k on the tensor cores) is not the
+// emulation's bits. Each of its row dots and the emulation's is within gamma_K = K u_32 of sum |c s x| of the exact dot
+// (any summation order, the MMA's too), so they differ by <= 2 gamma_K of it. Where no flush has re-quantised the
+// state since the dots differed (the ops before the first flush), the outputs differ by those dots times the decay
+// total (and, GDN, through u): elementwise <= 2 gamma_K sqrt(K) of max |ref| (sum |terms| ~ sqrt(K) |dot| for random
+// signs), and in relative RMS <= 2 gamma_K (rounding errors add like a random walk, ~sqrt(K) u_32 of sum |terms|, so
+// this bound keeps a margin of ~sqrt(K) over the typical difference). After a flush a
+// state element can round to the neighbouring code, so later ops are held to the FP64 tolerance alone
+// (tolerance_vs_fp64), as every mode is. K is the head's (128 at the real dims).
+inline Tolerance tc_dots_tolerance(int K) {
+  const double gamma2 = 2.0 * double(K) * std::ldexp(1.0, -24);
+  return Tolerance{gamma2 * std::sqrt(double(K)), gamma2, 0.0};
+}
+
 // INT8 has uniform absolute steps: its error relative to the RMS of the state grows with amax / rms of the scale
 // group, ~ sqrt(2 ln n) for n Gaussian-like elements (n = V K per head, K per row, 32 per block).
 inline double group_factor(const Mode& m, int V, int K) {

@@ -44,6 +44,9 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   res.rows.push_back(row("gdn", "decode", "replay_split", "fp8_e4m3", 1, 400.0, 793.0, 270.0, "hp"));
   res.rows.push_back(row("gdn", "decode", "replay_split", "fp8_e4m3", 1, 70.0, 298.0, 270.0, "lp"));
   res.rows.push_back(row("gdn", "decode", "replay_shared", "fp32", 1, 100.0, 655.0, 270.0, "-", 64));  // other batch
+  Row tc = row("gdn", "decode", "replay_split", "fp8_e4m3", 1, 60.0, 298.0, 270.0, "lp");  // v55: tensor-core dots
+  tc.dots = "tc";
+  res.rows.push_back(tc);
   Row v = row("gdn", "verify", "replay_shared", "fp32", 8, 250.0, 769.0, 270.0);
   v.vs_own_step = 250.0 / 224.0, v.vs_conv_step = 250.0 / 270.0;
   res.rows.push_back(v);
@@ -54,7 +57,7 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   res.rows.push_back(mv);
 
   const std::vector<BenchTarget> t = check_targets(res);
-  REQUIRE(t.size() == 10);
+  REQUIRE(t.size() == 11);
 
   const BenchTarget& conv = named(t, "GDN conventional");
   CHECK(conv.present);
@@ -78,6 +81,10 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   CHECK(split.model_bound == Approx(1086.0 / 298.0));
   CHECK_FALSE(split.beyond_model());  // 3.5 < 3.64
   CHECK(target_line(split).find("[MET   ]") == 0);
+  CHECK(split.measured_row.find("tc-dots") == std::string::npos);  // the target reads the exact form only
+  const BenchTarget& tcs = named(t, "GDN replay-split fp8_e4m3 with tensor-core");
+  CHECK(tcs.value == Approx(270.0 / 60.0));
+  CHECK(tcs.measured_row.find("u=lp/tc-dots") != std::string::npos);
 
   const BenchTarget& own = named(t, "gdn ReplaySSM verify T=8 / its own");
   CHECK(own.value == Approx(250.0 / 224.0));

@@ -9,6 +9,7 @@
 
 #include "catch.hpp"
 #include "emulation/decode_api.h"
+#include "emulation/tolerances.h"
 #include "emulation/validation.h"
 #include "kernels/common/decode_kernel.h"
 #include "kernels/cuda_backend.h"
@@ -48,6 +49,7 @@ using KernelSplit = Scoped<kern::fast_kernel_split, kern::set_fast_kernel_split>
 using FlushHint = Scoped<kern::fast_flush_hint, kern::set_fast_flush_hint>;  // the count the backend claims
 using FlushSlices = Scoped<kern::fast_flush_slices, kern::set_fast_flush_slices>;  // 0: the rule; n: n per CTA
 using StepFixed = Scoped<kern::fast_step_fixed, kern::set_fast_step_fixed>;  // 1: where it applies; 0: generic
+using StepForm = Scoped<kern::fast_step_form, kern::set_fast_step_form>;  // 2: the tensor-core row dots (v55)
 constexpr int kWholeHead = 1 << 20;  // every row slice of a head in one flush CTA (v24)
 
 // The tuned kernel layouts each ReplaySSM case runs in: the combined kernel (32-row CTAs, v5-v12), the split kernels
@@ -340,3 +342,88 @@ REPLAYSSM_SHARD(Arch::gdn, "GDN", "gdn", Policy::replay_split, "replay-split u=r
 REPLAYSSM_SHARD(Arch::mamba2, "Mamba-2", "mamba2", Policy::conventional_shared, "conventional", "[conventional]", -1)
 REPLAYSSM_SHARD(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_shared, "replay-shared", "[replay-shared]", -1)
 REPLAYSSM_SHARD(Arch::mamba2, "Mamba-2", "mamba2", Policy::replay_split, "replay-split", "[replay-split]", -1)
+
+namespace {
+// v55: head_step_kernel's form 2 (GDN's 8-bit row dots on the tensor cores; not the emulation's bits) on the awkward
+// cases at the real shape and at the real head dims with 4 heads, in the split layout with a CTA per head (where the
+// step kernel runs): every output and the final state within the FP64 tolerance of the mode, as every kernel; before the
+// first flush (every op a step, fewer than L of them) within tc_dots_tolerance of the emulation; and the form really ran.
+// The row-scaled RNE E4M3 modes whose steps run head_step_kernel: replay-shared, replay-split u=lp.
+void check_tc_dots(const Shape& s) {
+  auto emu = make_emulated_backend();
+  constexpr int kL = 16;
+  const KernelSplit split(1);
+  const GroupHeads heads(1);
+  const StepForm form(2);
+  const std::vector<Case> cases = cases_for(kL, 8, true, 40);
+  long tc_launches = 0, tight_checks = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const bool before_flush =
+        int(c.ops.size()) < kL && std::none_of(c.ops.begin(), c.ops.end(), [](const Op& op) { return op.verify; });
+    const CaseInputs in = make_inputs(s, c, 5000 + i);
+    const CaseOutputs ref = run_reference(in);
+    for (const Mode& m : modes_for(Arch::gdn, true)) {
+      if (m.format != formats::FormatId::fp8_e4m3 || m.scaling != formats::Scaling::row || !m.replay()) continue;
+      if (m.split() && m.usource != USource::lp) continue;
+      kern::fast_step_tc_launches(true);
+      const CaseOutputs g = run_backend(*gpu(), m, in);
+      tc_launches += kern::fast_step_tc_launches(false);
+      const CheckRow rr = check_vs_reference(m, c, in, ref, g);
+      INFO(s.name << " " << rr.mode << " " << rr.case_name << "\n vs fp64 out: " << rr.out.summary()
+                  << "\n vs fp64 state: " << rr.state.summary());
+      CHECK(rr.pass);
+      if (before_flush) {
+        const CaseOutputs e = run_backend(*emu, m, in);
+        const Tolerance tol = tc_dots_tolerance(s.dims.K);
+        const Comparison co = compare(e.o, g.o, tol), cs = compare(e.state, g.state, tol);
+        INFO(" vs emu out: " << co.summary() << "\n vs emu state: " << cs.summary());
+        CHECK(co.pass);
+        CHECK(cs.pass);
+        CHECK(e.flushes == g.flushes);
+        ++tight_checks;
+      }
+    }
+  }
+  INFO(s.name);
+  REQUIRE(tc_launches > 0);   // the form ran
+  REQUIRE(tight_checks > 0);  // and some case was checked against the emulation
+}
+}  // namespace
+
+TEST_CASE("CUDA GDN step kernel with tensor-core row dots (form 2) at the real shape, batch 1", "[gpu][tc-dots][tc-real]") {
+  (void)gpu();
+  check_tc_dots(real_shape(Arch::gdn));
+}
+
+// 4 heads: the case compute-sanitizer's racecheck runs (the B columns in shared memory, one barrier)
+TEST_CASE("CUDA GDN step kernel with tensor-core row dots (form 2) at the real head dims, 4 heads",
+          "[gpu][tc-dots][tc-head]") {
+  (void)gpu();
+  check_tc_dots(real_head_shape(Arch::gdn));
+}
+
+// Mamba-2 keeps form 1 with the form set (no tensor-core launch), bit for bit the emulation.
+TEST_CASE("CUDA Mamba-2 step kernel with form 2 set: form 1 runs, the emulation's bits", "[gpu][tc-dots]") {
+  (void)gpu();
+  auto emu = make_emulated_backend();
+  const KernelSplit split(1);
+  const GroupHeads heads(1);
+  const StepForm form(2);
+  const Shape s = real_head_shape(Arch::mamba2);
+  const Case c = cases_for(16, 8, false, 24).at(1);  // T = L + 1: a step flush
+  const CaseInputs in = make_inputs(s, c, 4999);
+  int n = 0;
+  for (const Mode& m : modes_for(Arch::mamba2, true)) {
+    if (m.format != formats::FormatId::fp8_e4m3 || m.scaling != formats::Scaling::row || !m.replay()) continue;
+    ++n;
+    kern::fast_step_tc_launches(true);
+    kern::fast_step_kernel_launches(true);
+    const CheckRow re = check_vs_emulation(m, c, in, run_backend(*emu, m, in), run_backend(*gpu(), m, in));
+    INFO(s.name << " " << re.mode << " " << re.case_name << "\n vs emu out: " << re.out.summary());
+    CHECK(re.pass);
+    CHECK(kern::fast_step_kernel_launches(false) > 0);
+    CHECK(kern::fast_step_tc_launches(false) == 0);
+  }
+  REQUIRE(n == 2);
+}
