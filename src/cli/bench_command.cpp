@@ -365,6 +365,7 @@ int run(const po::variables_map& vm) {
 #if !defined(REPLAYSSM_HAVE_CUDA)
   (void)var;
   (void)vvar;
+  (void)dots_tc;
   throw UserError("bench: no CUDA device: this build has no CUDA kernels (configure with -DREPLAYSSM_CUDA=ON)",
                   kExitNoDevice);
 #else
