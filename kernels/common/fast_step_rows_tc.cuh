@@ -66,9 +66,23 @@ __device__ __forceinline__ float2 tc_split_terms(const float* x, int lane, Col c
   return make_float2(ldexpf(1.0f, -e1), ldexpf(1.0f, -e2));
 }
 
+// B's columns: warp 0 (q) or 1 (k) alone, each lane from the 4 elements it copied itself (v56: before the barrier that
+// publishes q and k, which then publishes B too; v55 built them behind a barrier of their own).
+__device__ __forceinline__ void step_tc_build_b(const float* sQ, const float* sKn, __half* colA, __half* colB,
+                                                float* scratch, int warp, int lane) {
+  const int which = warp;
+  auto col_n = [&](int term) { return 2 * term + which; };  // column n of a term
+  auto col = [&](int term) {
+    const int n = col_n(term);
+    return n < 4 ? colA + 128 * n : colB + 128 * (n - 4);
+  };
+  const float2 inv = tc_split_terms(which == 0 ? sQ : sKn, lane, col, col_n);
+  if (lane == 0) scratch[2 * which] = inv.x, scratch[2 * which + 1] = inv.y;
+}
+
 // The row dots of the whole head from the checkpoint as head_step_kernel's bulk copy lands it (ck: [kV][128] E4M3
-// codes, rows unswizzled, then kV FP32 row scales) into sDq and sDk [kV]. Every thread of the CTA calls it (one
-// barrier inside). Warp w owns rows 16 w .. 16 w + 15 (one m16 tile), K = 128 in
+// codes, rows unswizzled, then kV FP32 row scales) into sDq and sDk [kV], after step_tc_build_b's columns are
+// published (a barrier). Warp w owns rows 16 w .. 16 w + 15 (one m16 tile), K = 128 in
 // 8 k16 steps of mma.sync m16n8k16 (FP16 in, FP32 accumulation). The dot is a sum over K, so any bijection of K
 // serves if A and B share it: lane (g = lane / 4, t = lane % 4) holds at step s the MMA's logical columns
 // {2t, 2t + 1, 2t + 8, 2t + 9} as physical columns 32 t + 4 s + {0, 1, 2, 3}, so its A fragments are 32 contiguous
@@ -77,24 +91,13 @@ __device__ __forceinline__ float2 tc_split_terms(const float* x, int lane, Col c
 // colB + 128 (n - 4) (the caller's free shared memory, 8-byte aligned; column addresses by arithmetic, not an array of
 // pointers, which a lane-dependent index put on the stack); scratch holds the 2^-e factors (4 floats).
 template <bool kGdn, int kV>
-__device__ __forceinline__ void step_rows_tc(const std::uint8_t* ck, const float* sQ, const float* sKn, __half* colA,
-                                             __half* colB, float* scratch, float* sDq, float* sDk) {
+__device__ __forceinline__ void step_rows_tc(const std::uint8_t* ck, const __half* colA, const __half* colB,
+                                             const float* scratch, float* sDq, float* sDk) {
   constexpr int kK = 128, kNT = 6;  // B columns that are not zero
   // GDN only: Mamba-2's step (one dot per row, kV = 64) ran slower in this form, with warps 4-7 idle (+6%) and with
   // 8 rows per warp in half-empty tiles (+11%) (kernels/PERF_NOTES.md, twenty-second pass)
   static_assert(kGdn && kV == 16 * kWarps, "step_rows_tc: GDN's head, 16 rows per warp");
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  if (warp < 2) {  // warp 0: q's terms, warp 1: k's
-    const int which = warp;
-    auto col_n = [&](int term) { return 2 * term + which; };  // column n of a term
-    auto col = [&](int term) {
-      const int n = col_n(term);
-      return n < 4 ? colA + 128 * n : colB + 128 * (n - 4);
-    };
-    const float2 inv = tc_split_terms(which == 0 ? sQ : sKn, lane, col, col_n);
-    if (lane == 0) scratch[2 * which] = inv.x, scratch[2 * which + 1] = inv.y;
-  }
-  __syncthreads();
   const int g = lane / 4, t = lane % 4, r0 = 16 * warp + g;
   const std::uint8_t* ra = ck + r0 * kK + 32 * t;
   const uint4 A0 = reinterpret_cast<const uint4*>(ra)[0], A1 = reinterpret_cast<const uint4*>(ra)[1];
