@@ -586,9 +586,10 @@ struct Runner {
           // v55: the variants whose step runs head_step_kernel's 8-bit row dots (the form-2 kernel exists for them:
           // GDN only)
           auto tc_applies = [&](const Variant& v) {
-            return a == Arch::gdn && v.format.format == formats::FormatId::fp8_e4m3 && v.format.scaling == formats::Scaling::row &&
-                   v.format.rounding == formats::Rounding::rne && v.policy != Policy::conventional_shared &&
-                   !(a == Arch::gdn && v.policy == Policy::replay_split && v.usource != USource::lp);
+            return a == Arch::gdn && v.format.format == formats::FormatId::fp8_e4m3 &&
+                   v.format.scaling == formats::Scaling::row && v.format.rounding == formats::Rounding::rne &&
+                   v.policy != Policy::conventional_shared &&
+                   !(v.policy == Policy::replay_split && v.usource != USource::lp);
           };
           std::vector<Variant> seen{base};
           for (const Variant& v0 : cfg.variants) {

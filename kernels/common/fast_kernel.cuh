@@ -34,9 +34,9 @@
 // Files, in include order: fast_rows.cuh (building blocks), fast_conv.cuh (conventional), fast_flush_fold.cuh (the
 // folded step flush), fast_replay_lean.cuh (per-32-row replay paths), fast_async_copy.cuh (cp.async groups, bulk
 // copies), fast_head_ring.cuh (replay_head's ring stages: layout, row dots), fast_step_rows.cuh (head_step_kernel's row
-// dots and window sums), fast_step_rows_tc.cuh (v55: GDN's step row dots on the tensor cores, the opt-in form 2), fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush
-// op), fast_replay_flush.cuh (early and u=recompute flush); this file: the kernels; fast_launch.cuh (included at its
-// end): the host launchers.
+// dots and window sums), fast_step_rows_tc.cuh (v55: GDN's step row dots on the tensor cores, the opt-in form 2),
+// fast_replay_head.cuh (per-head non-flush op), fast_replay_group.cuh (per-group non-flush op), fast_replay_flush.cuh
+// (early and u=recompute flush); this file: the kernels; fast_launch.cuh (included at its end): the host launchers.
 #include <atomic>
 #include <cstdlib>
 #include <string>

@@ -258,7 +258,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       // table sCO, built after this. GDN only (the launcher; Mamba-2 ran slower in this form)
       static_assert(kGdn && kV == 2 * 64, "replay_head: form 2's B columns fill [2R, 4R) and one row of sVt");
       static_assert(C::kFormat == formats::FormatId::fp8_e4m3, "replay_head: form 2 decodes E4M3 codes");
-      step_rows_tc<kGdn, kV>(ck, reinterpret_cast<const __half*>(dq + 2 * R), reinterpret_cast<const __half*>(sVt + R),
+      step_rows_tc<kV>(ck, reinterpret_cast<const __half*>(dq + 2 * R), reinterpret_cast<const __half*>(sVt + R),
                              sCO, dq, dk);  // B's columns: step_tc_build_b before the barrier below
     } else if constexpr (kBulk && kFused != 0) {  // v46
       step_rows_rs<C, kGdn, kK, kV, kV / kRows, kStepRsChunk>(ck, rr0, lane, sQ, sKn, dq, dk);
@@ -285,7 +285,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       cp_async_wait<1>();
       if constexpr (kBulk && kFused == 2)  // v56: B's columns of form 2 from each lane's own copies of q, k
         if (warp < 2)
-          step_tc_build_b(sQ, sQ + K, reinterpret_cast<__half*>(sm + L.oD() + 2 * R),
+          step_tc_build_b(warp == 0 ? sQ : sQ + K, reinterpret_cast<__half*>(sm + L.oD() + 2 * R),
                           reinterpret_cast<__half*>(sVt + R), sCO, warp, lane);
       __syncthreads();  // q, k were copied by warps 0 and 1 (form 2: and B's columns built from them)
       if constexpr (kBulk) mbar_wait0(bar + 1);  // v40: the checkpoint (bar[1]'s init published by the barrier above)

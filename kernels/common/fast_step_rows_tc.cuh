@@ -34,13 +34,15 @@ __device__ __forceinline__ void tc_mma16816(float (&d)[4], std::uint32_t a0, std
 // v55's first run, 8-way conflicts on every B load).
 __device__ __forceinline__ int tc_b_slot(int n, int s, int t) { return 4 * (s ^ (n & 3)) + t; }
 
-// One vector x (128 FP32 values, lane l holding 4l..4l+3) as three FP16 terms hi + mid + lo after a power-of-two
-// prescale 2^e that puts max |x| in [2^14, 2^15) (e clamped to [-100, 100]): each remainder is exact in FP32 and the
-// three terms carry 33 bits, so they sum to x 2^e exactly except where a term falls below FP16's subnormals (an error
-// below 2^-38 of max |x|). Writes term i's 4 halves (elements 4 lane .. 4 lane + 3: the B fragment of step s = lane % 8
-// and lane group t = lane / 8) to col(i) at tc_b_slot, and returns 2^-e as two factors (each exact).
-template <class Col, class ColN>
-__device__ __forceinline__ float2 tc_split_terms(const float* x, int lane, Col col, ColN col_n) {
+// B's columns from one vector x (128 FP32 values, lane l holding 4l..4l+3; warp 0 q, warp 1 k): three FP16 terms
+// hi + mid + lo after a power-of-two prescale 2^e that puts max |x| in [2^14, 2^15) (e clamped to [-100, 100]): each
+// remainder is exact in FP32 and the three terms carry 33 bits, so they sum to x 2^e exactly except where a term falls
+// below FP16's subnormals (an error below 2^-38 of max |x|). Term i is column n = 2 i + which; lane l's 4 halves are
+// the B fragment of step s = l % 8 and lane group t = l / 8, at tc_b_slot. 2^-e goes to scratch[2 which ..] as two
+// factors (each exact). Each lane reads only the 4 elements it copied itself (v56: before the barrier that publishes q
+// and k, which then publishes B too; v55 built them behind a barrier of their own).
+__device__ __forceinline__ void step_tc_build_b(const float* x, __half* colA, __half* colB, float* scratch, int which,
+                                                int lane) {
   const F4 v = ld4(x + 4 * lane);
   float m = fmaxf(fmaxf(fabsf(v.x[0]), fabsf(v.x[1])), fmaxf(fabsf(v.x[2]), fabsf(v.x[3])));
 #pragma unroll
@@ -56,28 +58,16 @@ __device__ __forceinline__ float2 tc_split_terms(const float* x, int lane, Col c
     uint2 w;
     w.x = *reinterpret_cast<const std::uint32_t*>(&p01);
     w.y = *reinterpret_cast<const std::uint32_t*>(&p23);
-    *reinterpret_cast<uint2*>(col(term) + 4 * tc_b_slot(col_n(term), lane % 8, lane / 8)) = w;
+    const int n = 2 * term + which;
+    __half* col = n < 4 ? colA + 128 * n : colB + 128 * (n - 4);
+    *reinterpret_cast<uint2*>(col + 4 * tc_b_slot(n, lane % 8, lane / 8)) = w;
     if (term < 2) {  // the remainders, exact in FP32
       const float2 q01 = __half22float2(p01), q23 = __half22float2(p23);
       r[0] = __fsub_rn(r[0], q01.x), r[1] = __fsub_rn(r[1], q01.y);
       r[2] = __fsub_rn(r[2], q23.x), r[3] = __fsub_rn(r[3], q23.y);
     }
   }
-  return make_float2(ldexpf(1.0f, -e1), ldexpf(1.0f, -e2));
-}
-
-// B's columns: warp 0 (q) or 1 (k) alone, each lane from the 4 elements it copied itself (v56: before the barrier that
-// publishes q and k, which then publishes B too; v55 built them behind a barrier of their own).
-__device__ __forceinline__ void step_tc_build_b(const float* sQ, const float* sKn, __half* colA, __half* colB,
-                                                float* scratch, int warp, int lane) {
-  const int which = warp;
-  auto col_n = [&](int term) { return 2 * term + which; };  // column n of a term
-  auto col = [&](int term) {
-    const int n = col_n(term);
-    return n < 4 ? colA + 128 * n : colB + 128 * (n - 4);
-  };
-  const float2 inv = tc_split_terms(which == 0 ? sQ : sKn, lane, col, col_n);
-  if (lane == 0) scratch[2 * which] = inv.x, scratch[2 * which + 1] = inv.y;
+  if (lane == 0) scratch[2 * which] = ldexpf(1.0f, -e1), scratch[2 * which + 1] = ldexpf(1.0f, -e2);
 }
 
 // The row dots of the whole head from the checkpoint as head_step_kernel's bulk copy lands it (ck: [kV][128] E4M3
@@ -86,17 +76,17 @@ __device__ __forceinline__ void step_tc_build_b(const float* sQ, const float* sK
 // 8 k16 steps of mma.sync m16n8k16 (FP16 in, FP32 accumulation). The dot is a sum over K, so any bijection of K
 // serves if A and B share it: lane (g = lane / 4, t = lane % 4) holds at step s the MMA's logical columns
 // {2t, 2t + 1, 2t + 8, 2t + 9} as physical columns 32 t + 4 s + {0, 1, 2, 3}, so its A fragments are 32 contiguous
-// bytes of rows g and g + 8. B's columns (FP16 terms, built by warps 0 and 1): q hi, k hi, q mid, k mid, q lo, k lo,
-// 0, 0. Column n's 128 halves sit at colA + 128 n for n < 4, else at
-// colB + 128 (n - 4) (the caller's free shared memory, 8-byte aligned; column addresses by arithmetic, not an array of
-// pointers, which a lane-dependent index put on the stack); scratch holds the 2^-e factors (4 floats).
-template <bool kGdn, int kV>
+// bytes of rows g and g + 8. B's columns (FP16 terms, step_tc_build_b): q hi, k hi, q mid, k mid, q lo, k lo, 0, 0.
+// Column n's 128 halves sit at colA + 128 n for n < 4, else at colB + 128 (n - 4) (the caller's free shared memory,
+// 8-byte aligned; column addresses by arithmetic, not an array of pointers, which a lane-dependent index put on the
+// stack); scratch holds the 2^-e factors (4 floats).
+template <int kV>
 __device__ __forceinline__ void step_rows_tc(const std::uint8_t* ck, const __half* colA, const __half* colB,
                                              const float* scratch, float* sDq, float* sDk) {
   constexpr int kK = 128, kNT = 6;  // B columns that are not zero
   // GDN only: Mamba-2's step (one dot per row, kV = 64) ran slower in this form, with warps 4-7 idle (+6%) and with
   // 8 rows per warp in half-empty tiles (+11%) (kernels/PERF_NOTES.md, twenty-second pass)
-  static_assert(kGdn && kV == 16 * kWarps, "step_rows_tc: GDN's head, 16 rows per warp");
+  static_assert(kV == 16 * kWarps, "step_rows_tc: GDN's head, 16 rows per warp");
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, t = lane % 4, r0 = 16 * warp + g;
   const std::uint8_t* ra = ck + r0 * kK + 32 * t;
