@@ -474,6 +474,7 @@ struct Runner {
       ~FormScope() { kern::set_fast_step_form(old); }
     } form_scope(c.v.tc_dots);
     kern::fast_step_tc_launches(true);
+    kern::fast_verify_tc_launches(true);
     auto launch = [&](int s) {
       const kern::KParams p = params(s);
       const int e = gdn ? kern::launch_gdn(m.format, p, stream) : kern::launch_mamba2(m.format, p, stream);
@@ -538,7 +539,8 @@ struct Runner {
     row.flush_fraction = (z.replay && c.op == Op::decode) ? double(flushes) / (double(S) * d.B) : 0.0;
     row.nonfinite = long(bad);
     row.dots = c.v.tc_dots ? "tc" : "exact";
-    if (c.v.tc_dots && kern::fast_step_tc_launches(false) == 0) note += "tensor-core form did not run; ";
+    const long tc_ran = c.op == Op::verify ? kern::fast_verify_tc_launches(false) : kern::fast_step_tc_launches(false);
+    if (c.v.tc_dots && tc_ran == 0) note += "tensor-core form did not run; ";
     row.note = note + (bad ? "NON-FINITE OUTPUTS" : "");
     if (!row.note.empty() && row.note.back() == ' ') row.note.resize(row.note.size() - 2);
     res.rows.push_back(row);
@@ -610,6 +612,19 @@ struct Runner {
             if (std::any_of(vseen.begin(), vseen.end(), [&](const Variant& x) { return same(x, v); })) continue;
             vseen.push_back(v);
             for (int T : cfg.spec_T) cases.push_back(Case{shape(a, B), L, v, Op::verify, T});
+            // v57: the grouped FP32 verify's form 2 (row dots as 3xTF32 on the tensor cores; not GDN u=hp), from the
+            // draft count where the launcher runs it up to 8
+            const bool tc_verify = v.format.format == formats::FormatId::fp32 &&
+                                   v.policy != Policy::conventional_shared &&
+                                   !(a == Arch::gdn && v.policy == Policy::replay_split && v.usource == USource::hp);
+            if (cfg.tc_dots && !v.tc_dots && tc_verify) {
+              Variant t = v;
+              t.tc_dots = true;
+              vseen.push_back(t);
+              for (int T : cfg.spec_T)
+                if (T >= kern::tc_verify_min_drafts(a == Arch::gdn) && T <= 8)
+                  cases.push_back(Case{shape(a, B), L, t, Op::verify, T});
+            }
           }
           for (const Case& c : cases) {
             if (cfg.max_seconds > 0 && elapsed_s() > cfg.max_seconds) {
@@ -642,8 +657,9 @@ struct Runner {
       for (const Row& q : res.rows) {
         if (q.kernel != "decode" || q.arch != r.arch || q.B != r.B || q.L != r.L) continue;
         if (q.policy == "conventional_shared" && q.format == "fp32") conv = &q;
+        // a tc verify row's own step is its variant's exact step where no tc step row exists (FP32: none does)
         if (q.policy == r.policy && q.format == r.format && q.scaling == r.scaling && q.usource == r.usource &&
-            q.dots == r.dots)
+            (q.dots == r.dots || (!own && q.dots == "exact")))
           own = &q;
       }
       if (conv) r.speedup_vs_conv = conv->median_us / r.median_us;

@@ -298,11 +298,14 @@ std::atomic<int>& step_form_mode() {
   return v;
 }
 std::atomic<long> g_step_tc_launches{0};
+std::atomic<long> g_verify_tc_launches{0};
 }  // namespace
 int fast_step_form() { return step_form_mode().load(); }
 void set_fast_step_form(int form) { step_form_mode().store(form == 0 || form == 2 ? form : 1); }
 long fast_step_tc_launches(bool reset) { return take(g_step_tc_launches, reset); }
 void note_step_tc_launch() { ++g_step_tc_launches; }
+long fast_verify_tc_launches(bool reset) { return take(g_verify_tc_launches, reset); }
+void note_verify_tc_launch() { ++g_verify_tc_launches; }
 void set_fast_step_fixed(int on) { step_fixed_mode().store(on != 0 ? 1 : 0); }
 int fast_step_fixed() { return step_fixed_mode().load(); }
 long fast_step_fixed_launches(bool reset) { return take(g_step_fixed_launches, reset); }

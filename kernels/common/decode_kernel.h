@@ -105,7 +105,7 @@ void note_flush_fold_launch();
 // (A/B of one binary); the fixed-records instantiation below is form 1's.
 int fast_step_form();
 // v55: form 2, GDN's 8-bit row dots S_c q, S_c k on the tensor cores (fast_step_rows_tc.cuh; the FP32 step and Mamba-2,
-// which ran slower in it, keep form 1).
+// which ran slower in it, keep form 1); v57: also the grouped FP32 verify's row dots, both archs (below).
 // Not the emulation's bits: its outputs agree with the emulation within the dot's error bound and are checked against
 // the FP64 reference (tests/kernels: [tc-dots]); `replayssm bench --step-dots exact,tc` times both forms in one run.
 // REPLAYSSM_STEP_FORM=2 in the environment sets the start value. set_fast_step_form takes 0, 1 or 2 (else 1).
@@ -113,6 +113,14 @@ void set_fast_step_form(int form);
 // How many head_step_kernel launches ran form 2 since the last call with reset = true (tests, bench).
 long fast_step_tc_launches(bool reset);
 void note_step_tc_launch();
+// v57: form 2 also runs the grouped FP32 verify's row dots on the tensor cores (3xTF32, fast_verify_rows_tc.cuh; both
+// archs; tests/kernels: [tc-verify]). How many verify launches ran it since the last call with reset = true.
+long fast_verify_tc_launches(bool reset);
+void note_verify_tc_launch();
+// The draft counts from which the verify's form 2 runs (below them form 1 measured faster at B = 256: the MMAs' fixed
+// cost per row beats the FFMA dots' cost per draft from T = 4 for GDN's 16 dots per row, T = 6 for Mamba-2's 8;
+// kernels/PERF_NOTES.md, twenty-third pass).
+inline int tc_verify_min_drafts(bool gdn) { return gdn ? 4 : 6; }
 // v48: head_step_kernel with its window's record count a constant (kStepFixedRecords, a step's records at L = 16)
 // where step_fixed_applies, so that its shared-memory layout folds; 0 = always the generic instantiation. 1 by default;
 // REPLAYSSM_STEP_FIXED=0 in the environment sets the start value (A/B of one binary). The tests run the split layout

@@ -260,13 +260,14 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step
 // v39 (verify T >= 2: -1..-4%, kernels/PERF_NOTES.md, seventeenth pass): the grouped verify of kND drafts at the real
 // dims with FP32 codes, the draft count a constant so that the draft loops unroll (the v34 profile: verify T = 8 is
 // instruction-bound).
-template <class C, bool kGdn, int kND>
+// v57: kTc, the form with the row dots on the tensor cores (fast_verify_rows_tc.cuh; fast_step_form 2).
+template <class C, bool kGdn, int kND, bool kTc = false>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_VERIFY) group_verify_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   const int b = blockIdx.y;
   if (!op_flushes(p, b)) {
     const Cta cta{b, int(blockIdx.x) * p.group_heads, 0, (kRealV<kGdn> + kRows - 1) / kRows};
-    replay_group<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, kND>(p, sm, cta);
+    replay_group<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, kND, kTc>(p, sm, cta);
   }
   if (g_pdl_wait_all || (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1)) pdl_wait();
 }

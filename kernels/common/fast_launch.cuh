@@ -148,6 +148,9 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       if constexpr (C::kBits == 32) {  // v39: REPLAYSSM_VERIFY_KERNEL=0 keeps replay_hot_kernel (A/B of one binary)
         const bool hp = kGdn && p.policy == emu::Policy::replay_split && p.usource == emu::USource::hp;
         if (p.group_heads > 1 && real && p.op == Op::verify && !hp && p.T >= 2 && p.T <= 8 && host_verify_kernel()) {
+          // v57: form 2 runs the row dots on the tensor cores from the draft count where it measured faster
+          // (tc_verify_min_drafts) and where A's fragments fit in sK and sQ
+          const bool tc = fast_step_form() == 2 && p.T >= tc_verify_min_drafts(kGdn) && TcVerifyA<kGdn>::fits(p);
           switch (p.T) {
             case 2: hot = group_verify_kernel<C, kGdn, 2>; break;
             case 3: hot = group_verify_kernel<C, kGdn, 3>; break;
@@ -157,7 +160,17 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
             case 7: hot = group_verify_kernel<C, kGdn, 7>; break;
             default: hot = group_verify_kernel<C, kGdn, 8>; break;
           }
+          if (tc) {
+            if constexpr (kGdn) {
+              if (p.T == 4) hot = group_verify_kernel<C, kGdn, 4, true>;
+              if (p.T == 5) hot = group_verify_kernel<C, kGdn, 5, true>;
+            }
+            if (p.T == 6) hot = group_verify_kernel<C, kGdn, 6, true>;
+            if (p.T == 7) hot = group_verify_kernel<C, kGdn, 7, true>;
+            if (p.T == 8) hot = group_verify_kernel<C, kGdn, 8, true>;
+          }
           note_verify_kernel_launch();  // the tests check that it ran where it applies
+          if (tc) note_verify_tc_launch();
         }
       }
       auto* flush = real ? replay_flush_kernel<C, kGdn, true> : replay_flush_kernel<C, kGdn>;

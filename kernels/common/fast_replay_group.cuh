@@ -1,6 +1,7 @@
 #pragma once
 // The ReplaySSM non-flush op with one CTA per group of heads (v12). Part of fast_kernel.cuh.
 #include "kernels/common/fast_replay_head.cuh"
+#include "kernels/common/fast_verify_rows_tc.cuh"
 
 namespace replayssm::kern::fast {
 
@@ -28,6 +29,27 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
   return f;
 }
 
+// v57: emu::window_sum (the same multiplication and FMAs in the same order: the emulation's bits) with its chain
+// unrolled by 4 (the verify kernel: its window sums were 18% of the tc form's instructions, half of them the loop's);
+// w = w_0[r].
+// The m % 4 first records are peeled off without a loop (a remainder loop after the blocks was 6% of the tc form's
+// instructions); the order of the chain is unchanged.
+__device__ __forceinline__ float window_sum_u4(float total, float x, const float* coef, const float* w, int ws, int m) {
+  float acc = __fmul_rn(total, x);
+  const int j0 = m & 3;
+  if (j0 >= 1) acc = __fmaf_rn(coef[0], w[0], acc);
+  if (j0 >= 2) acc = __fmaf_rn(coef[1], w[ws], acc);
+  if (j0 >= 3) acc = __fmaf_rn(coef[2], w[2 * ws], acc);
+  w += j0 * ws;
+  for (int j = j0; j < m; j += 4, w += 4 * ws) {
+    acc = __fmaf_rn(coef[j], w[0], acc);
+    acc = __fmaf_rn(coef[j + 1], w[ws], acc);
+    acc = __fmaf_rn(coef[j + 2], w[2 * ws], acc);
+    acc = __fmaf_rn(coef[j + 3], w[3 * ws], acc);
+  }
+  return acc;
+}
+
 // replay_group (v12): the CTA runs p.group_heads heads h0 .. h0 + group_heads - 1 of one key group (GDN: value heads of
 // one key head; Mamba-2: heads of one B/C group), in turn. They share the token k and q and every record's k: the k
 // records of a group's heads are copies of the same token keys (written by every path from the group's k), so the
@@ -36,8 +58,9 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 // a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
 // Runs in its own kernel instantiation (v12: replay_kernel<.., kGroup = true>; v13: replay_hot_kernel<.., true>).
-// kND (v39, group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time).
-template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, int kND = 0>  // kHp: GDN u=hp; kK, kV: as replay_head
+// kND (v39, group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time). kTc (v57, the
+// verify kernel's form 2): the row dots on the tensor cores (fast_verify_rows_tc.cuh), two ring stages at a time.
+template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, int kND = 0, bool kTc = false>  // kHp: GDN u=hp
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h0 = cta.h, hh0 = b * p.H + h0;  // h0 % group_heads == 0
@@ -81,6 +104,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   // The groups are issued in order gi = 0, 1, 2, ...: a cursor (head ci, group cg, stage cs), no division (v12: the
   // division was 5% of the instructions).
   int ci = 0, cg = 0, cs = 0;
+  const int tc_slot0 = kTc ? tc_ring_slot(0, lane) : 0, tc_slot1 = kTc ? tc_ring_slot(1, lane) : 0;
   auto issue = [&]() {  // the warp's 4 rows of the cursor's group (rows r..r+3 are contiguous), then advance
     const int i = ci, r = cg * kRows + rr0;
     std::uint8_t* st = ring + cs * SB;
@@ -89,7 +113,13 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     if (i >= nh || r >= V) return;
     const std::size_t hh = std::size_t(hh0 + i);
     const std::uint8_t* src = p.codes + hh * p.code_bytes + std::size_t(r) * RB;
-    for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+    if constexpr (kTc) {  // 4 rows of 32 chunks, each row's chunks at tc_ring_slot (which depends on the row's parity)
+#pragma unroll
+      for (int rr = 0; rr < kRPW; ++rr)
+        cp_async16(st + 16 * (32 * rr + (rr & 1 ? tc_slot1 : tc_slot0)), src + 16 * (32 * rr + lane));
+    } else {
+      for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
+    }
     if (u_hp) {
       const float* hs = p.hp + (hh * V + r) * K;
       for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
@@ -141,9 +171,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   __syncthreads();
 
   // 2. The dots k_j . q_t, k_j . k_t of the group, once per CTA (one warp per pair, canonical trees).
-  for (int task = warp; task < nd * W; task += kWarps) {
-    const int t = task / W, j = task - t * W;
-    if (j > n + t) continue;
+  auto window_dot = [&](int t, int j) {
     const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
     const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
     float pu = 0.0f;
@@ -155,6 +183,38 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     const float d = bfly_sum2(part4(xa, yq, act), pu, lane);
     if (lane == 0) sDotQ[t * NR + j] = d;
     if (lane == 16 && has_u) sDotK[t * NR + j] = d;
+  };
+  if constexpr (kND > 0) {  // v57: task = t W + j by a cursor, without the division (5% of the tc form's instructions)
+    int t = 0, j = warp;
+    for (; j >= W; j -= W) ++t;
+    while (t < nd) {
+      if (j <= n + t) window_dot(t, j);
+      for (j += kWarps; j >= W && t < nd; j -= W) ++t;
+    }
+  } else {
+    for (int task = warp; task < nd * W; task += kWarps) {
+      const int t = task / W, j = task - t * W;
+      if (j <= n + t) window_dot(t, j);
+    }
+  }
+
+  // v57 (form 2): every head's k records now (they are the group's, in sK), then A's fragments replace sK and sQ, which
+  // nothing reads after the dots above
+  float* sAf = sm + hl.K;
+  TcVerifyA<kGdn> fa;  // form 2: A's fragments, the last block's in registers
+  if constexpr (kTc) {
+    static_assert(C::kBits == 32 && kK == kTcVerifyK && kV > 0 && kV % (2 * kRows) == 0 && kND > 0 && !kHp,
+                  "replay_group's form 2: FP32 codes at the real dims, the verify kernel");
+    fa.load(sQ, sK + n * K, nd, tid, lane);
+    for (int i = 0; i < nh; ++i) {
+      float* wk = p.rk + std::size_t(hh0 + i) * p.cap * K;
+      for (int x = tid; x < nd * K4; x += kThreads) {
+        const int j = x / K4, c = 4 * (x % K4);
+        st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+      }
+    }
+    __syncthreads();
+    fa.store(sAf, nd, tid);
   }
 
   float* sDq0 = sm + hl.D;  // row dots S_c q_t, S_c k_t [t][R] of the current head
@@ -190,7 +250,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
       float* wb = p.rbeta + hh * p.cap;
       float* wk = p.rk + hh * p.cap * K;
       for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
-      for (int x = tid; x < nd * K4; x += kThreads) {
+      for (int x = tid; x < (kTc ? 0 : nd * K4); x += kThreads) {  // form 2: written above
         const int j = x / K4, c = 4 * (x % K4);
         st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
       }
@@ -200,7 +260,20 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     //     v6-v37: 4 rows per lane (bfly_sum4; one row per 8 lanes, as replay_head's stage_row_dots since v22, was 4-10%
     //     slower here: 4 loads of q_t, k_t per draft, spills in the draft loop). v38: 2 rows per lane, 2 virtual lanes
     //     each (bfly_sum_halves): 2 loads per draft, the tree's level 16 inside the lane.
-    for (int g = 0; g < nsplit; ++g) {
+    if constexpr (kTc) {  // v57: the warp's rows of groups g, g + 1 (both stages) as one n8 tile
+      for (int g = 0; g < nsplit; g += 2) {
+        cp_async_wait<0>();  // groups i nsplit + g (stage 0: nsplit is even) and + 1 (stage 1)
+        __syncwarp();
+        verify_rows_tc<kGdn, kND>(reinterpret_cast<const float*>(ring), reinterpret_cast<const float*>(ring + SB),
+                                  sAf, fa.last, sDq0, sDk0, R, g * kRows + rr0, lane);
+        __syncwarp();  // every lane is done with both stages before they are refilled
+        issue();  // group gi + 2
+        cp_async_commit();
+        issue();  // group gi + 3
+        cp_async_commit();
+      }
+    }
+    for (int g = 0; g < (kTc ? 0 : nsplit); ++g) {
       const int gi = i * nsplit + g;
       if (g > 0) cp_async_wait<1>();  // group gi landed (this thread's copies); the warp barrier shows the others'
       __syncwarp();
@@ -287,8 +360,9 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
         for (int t = 0; t < nd; ++t) {
           const int jn = n + t;
           const float vt = sVt[t * R + r];
-          const float u =
-              emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
+          const float ws = kND > 0 ? window_sum_u4(sTot[t], sDk0[t * R + r], sCU + t * NR, sW + r, R, jn)
+                                   : emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn);
+          const float u = emu::gdn_u(sB[jn], vt, ws);
           sW[jn * R + r] = u;
           gw[std::size_t(jn) * V + r] = u;
           if (recompute) gv[std::size_t(jn) * V + r] = vt;
@@ -296,14 +370,24 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
       }
       __syncthreads();
     }
-    int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + e kThreads = t V + r, without a division
-    for (; r >= V && t < nd; r -= V) ++t;
-    while (t < nd) {
+    auto output = [&](int t, int r) {
       const int jn = n + t;
       if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
-      const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
+      const float y = kND > 0 ? window_sum_u4(sTot[t], sDq0[t * R + r], sCO + t * NR, sW + r, R, jn + 1)
+                              : emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
       p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
-      for (r += kThreads; r >= V && t < nd; r -= V) ++t;
+    };
+    constexpr int kVr = kV > 0 ? kV : 1;
+    if constexpr (kND > 0 && kV > 0 && kThreads % kVr == 0) {  // v57: rows tid % V, drafts tid / V + e kThreads / V
+#pragma unroll
+      for (int t = tid / kVr; t < kND; t += kThreads / kVr) output(t, tid % kVr);
+    } else {
+      int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + e kThreads = t V + r, without a division
+      for (; r >= V && t < nd; r -= V) ++t;
+      while (t < nd) {
+        output(t, r);
+        for (r += kThreads; r >= V && t < nd; r -= V) ++t;
+      }
     }
   }
 }

@@ -42,8 +42,9 @@ void add_options(po::options_description& d) {
       "policies timed as chain verify (store-all vs ReplaySSM)")(
       "verify-formats", po::value<std::string>()->default_value("fp32"), "formats timed as chain verify")(
       "step-dots", po::value<std::string>()->default_value("exact,tc"),
-      "forms of the ReplaySSM step's 8-bit row dots: exact (the emulation's bits) and/or tc (tensor cores, validated "
-      "against FP64; rows for GDN's row-scaled fp8_e4m3 replay variants, split u=lp)")(
+      "forms of the ReplaySSM row dots: exact (the emulation's bits) and/or tc (tensor cores, validated against FP64; "
+      "rows for GDN's row-scaled fp8_e4m3 replay steps, split u=lp, and for the fp32 ReplaySSM verify, T = 4..8 for "
+      "GDN and 6..8 for Mamba-2)")(
       "reps", po::value<int>()->default_value(50), "timed graph replays per case (most)")(
       "min-reps", po::value<int>()->default_value(5), "timed graph replays per case (least, also for slow cases)")(
       "case-ms", po::value<double>()->default_value(150.0), "timing budget per case in ms (sets reps between the two)")(

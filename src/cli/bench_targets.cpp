@@ -73,6 +73,10 @@ std::vector<BenchTarget> check_targets(const kbench::Result& res) {
         bytes_ratio(r, own));
     add(std::string(arch) + " ReplaySSM verify T=8 / conventional standard step", r, r ? r->vs_conv_step : 0, 1.10,
         false, bytes_ratio(r, std::string(arch) == "gdn" ? conv_gdn : conv_m2));
+    // v57: with the verify's row dots on the tensor cores (3xTF32), over the same (exact) standard step
+    r = find(arch, "verify", "replay_shared", "fp32", 8, "tc");
+    add(std::string(arch) + " ReplaySSM verify T=8 with tensor-core row dots / its own standard step", r,
+        r ? r->vs_own_step : 0, 1.10, false, bytes_ratio(r, own));
   }
   return out;
 }

@@ -49,6 +49,8 @@ inline constexpr Tolerance kEmulationTolerance{1e-5, 1e-6, 0.0};
 // Fraction of identical stored bytes (quantised checkpoint) required of a backend against the emulation.
 inline constexpr double kMinIdenticalBytes = 0.9999;
 
+// v57: the verify kernel's form 2 (the FP32 verify's row dots as 3xTF32: each product within ~3 x 2^-22 of exact, ~12
+// u_32 on top of the accumulation's gamma_K, which the RMS bound's margin of ~sqrt(K) absorbs) is held to the same.
 // The step kernel's form 2 (kern::set_fast_step_form: the 8-bit row dots S_c q, S_c k on the tensor cores) is not the
 // emulation's bits. Each of its row dots and the emulation's is within gamma_K = K u_32 of sum |c s x| of the exact dot
 // (any summation order, the MMA's too), so they differ by <= 2 gamma_K of it. Where no flush has re-quantised the

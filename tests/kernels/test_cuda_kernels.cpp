@@ -403,6 +403,80 @@ TEST_CASE("CUDA GDN step kernel with tensor-core row dots (form 2) at the real h
   check_tc_dots(real_head_shape(Arch::gdn));
 }
 
+namespace {
+// v57: group_verify_kernel's form 2 (the FP32 verify's row dots as 3xTF32 on the tensor cores; not the emulation's
+// bits) on the awkward verify cases in the group layout (where that kernel runs): every output and the final state
+// within the FP64 tolerance of the mode, as every kernel; where no flush has run (a materialised state carries every
+// record's difference) within tc_dots_tolerance of the emulation; that the form ran from the launcher's draft count
+// (tc_verify_min_drafts) and not below it. The FP32 ReplaySSM modes whose verify runs that kernel (not GDN u=hp).
+void check_tc_verify(const Shape& s) {
+  auto emu = make_emulated_backend();
+  const KernelSplit split(1);
+  const GroupHeads heads(kAllGroupHeads);
+  const FlushHint hint(1);
+  const StepForm form(2);
+  std::vector<Case> cases = cases_for(16, 8, true, 40);
+  for (int T : {2, 4, 6, 8}) {  // verifies before any flush (6 tokens, windows of at most 14 records): tight checks
+    Case c{"tc verify T=" + std::to_string(T) + " before a flush", std::vector<Op>(2), -2.0, -0.01, false};
+    c.ops.push_back(Op{T, true, std::min(2, T)});
+    c.ops.push_back(Op{});
+    c.ops.push_back(Op{T, true, 1});
+    cases.push_back(c);
+  }
+  long tc_launches = 0, tight_checks = 0, n = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    if (std::none_of(c.ops.begin(), c.ops.end(), [](const Op& op) { return op.verify && op.T >= 2; })) continue;
+    const CaseInputs in = make_inputs(s, c, 6000 + i);
+    const CaseOutputs ref = run_reference(in);
+    for (const Mode& m : modes_for(s.arch, true)) {
+      if (m.format != formats::FormatId::fp32 || !m.replay()) continue;
+      if (m.split() && m.arch == Arch::gdn && m.usource == USource::hp) continue;
+      ++n;
+      kern::fast_verify_tc_launches(true);
+      const CaseOutputs g = run_backend(*gpu(), m, in);
+      const long ran = kern::fast_verify_tc_launches(false);
+      tc_launches += ran;
+      // below the launcher's draft count form 1 runs (tc_verify_min_drafts)
+      const bool below = std::all_of(c.ops.begin(), c.ops.end(), [&](const Op& op) {
+        return !op.verify || op.T < kern::tc_verify_min_drafts(s.arch == Arch::gdn);
+      });
+      if (below) CHECK(ran == 0);
+      const CheckRow rr = check_vs_reference(m, c, in, ref, g);
+      INFO(s.name << " " << rr.mode << " " << rr.case_name << "\n vs fp64 out: " << rr.out.summary()
+                  << "\n vs fp64 state: " << rr.state.summary());
+      CHECK(rr.pass);
+      const CaseOutputs e = run_backend(*emu, m, in);
+      CHECK(e.flushes == g.flushes);
+      if (e.flushes == 0) {
+        const Tolerance tol = tc_dots_tolerance(s.dims.K);
+        const Comparison co = compare(e.o, g.o, tol), cs = compare(e.state, g.state, tol);
+        INFO(" vs emu out: " << co.summary() << "\n vs emu state: " << cs.summary());
+        CHECK(co.pass);
+        CHECK(cs.pass);
+        ++tight_checks;
+      }
+    }
+  }
+  INFO(s.name);
+  REQUIRE(n > 0);
+  REQUIRE(tc_launches > 0);   // the form ran
+  REQUIRE(tight_checks > 0);  // and some case was checked against the emulation
+}
+}  // namespace
+
+TEST_CASE("CUDA GDN grouped FP32 verify with tensor-core row dots (form 2) at the real head dims",
+          "[gpu][tc-dots][tc-verify]") {
+  (void)gpu();
+  check_tc_verify(real_head_shape(Arch::gdn));
+}
+
+TEST_CASE("CUDA Mamba-2 grouped FP32 verify with tensor-core row dots (form 2) at the real head dims",
+          "[gpu][tc-dots][tc-verify]") {
+  (void)gpu();
+  check_tc_verify(real_head_shape(Arch::mamba2));
+}
+
 // Mamba-2 keeps form 1 with the form set (no tensor-core launch), bit for bit the emulation.
 TEST_CASE("CUDA Mamba-2 step kernel with form 2 set: form 1 runs, the emulation's bits", "[gpu][tc-dots]") {
   (void)gpu();
