@@ -468,8 +468,8 @@ class Bench:
     Several files (e.g. a batch sweep and a B=256 run made separately) are concatenated; a case present in more than
     one file (same arch, kernel, policy, format, scaling, u-source, B, L, T) is taken from the first file given.
     Ratios (speedup_vs_conv, verify_vs_*) are those each file computed against its own conventional FP32 rows.
-    Rows timed with the step's tensor-core row dots (column dots = "tc", `replayssm bench --step-dots`) are left out:
-    the figures compare the kernels that reproduce the emulation bit for bit."""
+    Rows timed with tensor-core row dots (column dots = "tc": the step's and the verify's, `replayssm bench
+    --step-dots`) are left out: the figures compare the kernels that reproduce the emulation bit for bit."""
 
     KEY = ("arch", "kernel", "policy", "format", "scaling", "usource", "B", "L", "T")
 
@@ -499,7 +499,7 @@ class Bench:
             keep = []
             for i in range(n):
                 if "dots" in rows and str(rows["dots"][i]) != "exact":
-                    continue  # v55's tensor-core step rows: not the emulation's bits; the figures show the exact form
+                    continue  # tensor-core rows (v55 step, v57 verify): not the emulation's bits
                 key = tuple(str(rows[k][i]) for k in self.KEY)
                 if key not in seen:
                     seen.add(key)
