@@ -50,6 +50,9 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   Row v = row("gdn", "verify", "replay_shared", "fp32", 8, 250.0, 769.0, 270.0);
   v.vs_own_step = 250.0 / 224.0, v.vs_conv_step = 250.0 / 270.0;
   res.rows.push_back(v);
+  Row vt = row("gdn", "verify", "replay_shared", "fp32", 8, 200.0, 769.0, 270.0);  // v57: tensor-core verify dots
+  vt.dots = "tc", vt.vs_own_step = 200.0 / 224.0, vt.vs_conv_step = 200.0 / 270.0;
+  res.rows.push_back(vt);
   // Mamba-2: the conventional row and a verify row, but no replay decode row (so no own-step bound).
   res.rows.push_back(row("mamba2", "decode", "conventional_shared", "fp32", 1, 600.0, 2175.0, 600.0));
   Row mv = row("mamba2", "verify", "replay_shared", "fp32", 8, 1100.0, 1686.0, 600.0);
@@ -57,7 +60,7 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   res.rows.push_back(mv);
 
   const std::vector<BenchTarget> t = check_targets(res);
-  REQUIRE(t.size() == 11);
+  REQUIRE(t.size() == 13);
 
   const BenchTarget& conv = named(t, "GDN conventional");
   CHECK(conv.present);
@@ -91,6 +94,13 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   CHECK_FALSE(own.met);  // 1.116 > 1.10
   CHECK(own.model_bound == Approx(769.0 / 655.0));
   CHECK(own.beyond_model());  // lower is better: 1.10 < 1.17
+  CHECK(own.measured_row.find("tc-dots") == std::string::npos);  // the exact row, though the tc row is faster
+  const BenchTarget& vtc = named(t, "gdn ReplaySSM verify T=8 with tensor-core");
+  CHECK(vtc.value == Approx(200.0 / 224.0));
+  CHECK(vtc.met);  // 0.89 <= 1.10
+  CHECK(vtc.model_bound == Approx(769.0 / 655.0));  // the same bytes as the exact verify over the same step
+  CHECK(vtc.measured_row.find("/tc-dots") != std::string::npos);
+  CHECK_FALSE(named(t, "mamba2 ReplaySSM verify T=8 with tensor-core").present);  // no such row
   const BenchTarget& vc = named(t, "gdn ReplaySSM verify T=8 / conventional");
   CHECK(vc.met);
   CHECK(vc.model_bound == Approx(769.0 / 1086.0));
