@@ -30,10 +30,8 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
 }
 
 // v57: emu::window_sum (the same multiplication and FMAs in the same order: the emulation's bits) with its chain
-// unrolled by 4 (the verify kernel: its window sums were 18% of the tc form's instructions, half of them the loop's);
-// w = w_0[r].
-// The m % 4 first records are peeled off without a loop (a remainder loop after the blocks was 6% of the tc form's
-// instructions); the order of the chain is unchanged.
+// unrolled by 4 (the verify kernel: its window sums were 18% of the tc form's instructions, half of them the loop's),
+// the m % 4 first records peeled off without a loop (a remainder loop after the blocks was 6%); w = w_0[r].
 __device__ __forceinline__ float window_sum_u4(float total, float x, const float* coef, const float* w, int ws, int m) {
   float acc = __fmul_rn(total, x);
   const int j0 = m & 3;
@@ -267,9 +265,9 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
         verify_rows_tc<kGdn, kND>(reinterpret_cast<const float*>(ring), reinterpret_cast<const float*>(ring + SB),
                                   sAf, fa.last, sDq0, sDk0, R, g * kRows + rr0, lane);
         __syncwarp();  // every lane is done with both stages before they are refilled
-        issue();  // group gi + 2
+        issue();  // group i nsplit + g + 2
         cp_async_commit();
-        issue();  // group gi + 3
+        issue();  // and + 3
         cp_async_commit();
       }
     }
