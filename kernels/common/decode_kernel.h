@@ -156,8 +156,12 @@ void note_flush_slices_used(int n);
 // heads share one group; with cap > 0 at most cap, for any op and batch; with cap = 0 only for verify ops (drafts >=
 // kMinGroupDrafts; a step passes drafts = 0: for the step the per-head kernel was faster, PERF_NOTES v12 and ninth
 // pass; since v21 verify of one draft groups too), halved while the non-flush grid would have fewer than
-// kMinGroupCtasPerSm working CTAs per SM on `sms` SMs.
+// kMinGroupCtasPerSm working CTAs per SM on `sms` SMs -- but not below two heads per CTA while their grid keeps at
+// least kMinPairCtasPerSmX2 / 2 CTAs per SM (v58, PERF_NOTES twenty-third pass: verify measured faster with two heads
+// per CTA than with one from ~2 CTAs per SM: GDN B = 16..64 -10..-24% at T = 8, Mamba-2 B = 4..16 -13..-23%; slower
+// below, GDN B <= 8).
 inline constexpr int kMinGroupCtasPerSm = 8;
+inline constexpr int kMinPairCtasPerSmX2 = 3;
 inline constexpr int kMinGroupDrafts = 1;
 inline int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
   if (G <= 0 || H <= 0 || H % G != 0) return 1;
@@ -168,7 +172,11 @@ inline int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
     return g;
   }
   if (drafts < kMinGroupDrafts) return 1;
-  while (g > 1 && static_cast<long long>(B) * H / g < static_cast<long long>(kMinGroupCtasPerSm) * sms) g /= 2;
+  const long long heads = static_cast<long long>(B) * H;
+  while (g > 2 && heads / g < static_cast<long long>(kMinGroupCtasPerSm) * sms) g /= 2;
+  if (g == 2 && heads / 2 < static_cast<long long>(kMinGroupCtasPerSm) * sms &&
+      2 * (heads / 2) < static_cast<long long>(kMinPairCtasPerSmX2) * sms)
+    g = 1;
   return g;
 }
 

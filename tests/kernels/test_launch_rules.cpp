@@ -19,6 +19,7 @@ using replayssm::kern::fp32_step_split_rule;
 using replayssm::kern::kernel_split_rule;
 using replayssm::kern::kMinGroupCtasPerSm;
 using replayssm::kern::kMinGroupDrafts;
+using replayssm::kern::kMinPairCtasPerSmX2;
 
 TEST_CASE("group heads: a power of two dividing H / G, so that a CTA's heads share one group", "[kernels]") {
   const int big = 1 << 20;
@@ -40,6 +41,9 @@ TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid 
   const auto enough = [&](int B, int H, int g) {
     return static_cast<long long>(B) * H / g >= kMinGroupCtasPerSm * sms;
   };
+  const auto pair_enough = [&](int B, int H) {  // v58: two heads per CTA from 1.5 CTAs per SM
+    return 2 * (static_cast<long long>(B) * H / 2) >= kMinPairCtasPerSmX2 * sms;
+  };
   for (const int B : {1, 2, 16, 64, 256, 512}) {
     for (const auto& gh : {std::pair<int, int>{16, 32}, {8, 128}}) {
       CHECK(group_heads_rule(B, gh.first, gh.second, 0, 0, sms) == 1);  // a step: a CTA per head
@@ -48,8 +52,9 @@ TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid 
         INFO("B " << B << " G " << gh.first << " H " << gh.second << " T " << T << " -> " << g);
         CHECK(g >= 1);
         CHECK((gh.second / gh.first) % g == 0);
-        CHECK((g == 1 || enough(B, gh.second, g)));  // the grid stays full
+        CHECK((g == 1 || enough(B, gh.second, g) || (g == 2 && pair_enough(B, gh.second))));  // the grid stays full
         CHECK((2 * g > gh.second / gh.first || !enough(B, gh.second, 2 * g)));  // and g is the largest that does
+        CHECK((g > 1 || !pair_enough(B, gh.second)));  // a CTA per head only where pairs would starve the grid
       }
     }
   }
@@ -58,6 +63,14 @@ TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid 
   CHECK(group_heads_rule(256, 16, 32, 8, 0, sms) == 2);
   CHECK(group_heads_rule(256, 16, 32, 0, 0, sms) == 1);   // the bench's B = 256 decode step: a CTA per head
   CHECK(group_heads_rule(256, 8, 128, 1, 0, sms) == 16);  // verify of one draft groups too (v21)
+  // v58: two heads per CTA below 8 CTAs per SM, down to 1.5 (the measured GDN B = 16..64, Mamba-2 B = 4..16)
+  CHECK(group_heads_rule(64, 16, 32, 8, 0, sms) == 2);    // GDN: 1024 pair CTAs (v57: a CTA per head)
+  CHECK(group_heads_rule(16, 16, 32, 8, 0, sms) == 2);    // GDN: 256 pair CTAs
+  CHECK(group_heads_rule(8, 16, 32, 8, 0, sms) == 1);     // GDN: 128 pair CTAs, slower than 256 per-head ones
+  CHECK(group_heads_rule(4, 8, 128, 2, 0, sms) == 2);     // Mamba-2: 256 pair CTAs
+  CHECK(group_heads_rule(16, 8, 128, 8, 0, sms) == 2);    // Mamba-2: 1024 pair CTAs (4 per CTA: 512, too few)
+  CHECK(group_heads_rule(64, 8, 128, 8, 0, sms) == 4);    // Mamba-2: 2048 CTAs of 4 heads, as before
+  CHECK(group_heads_rule(2, 8, 128, 8, 0, sms) == 1);     // Mamba-2: 128 pair CTAs
 }
 
 TEST_CASE("flush slices: whole heads per flush CTA only where the slices outnumber the resident CTAs", "[kernels]") {
