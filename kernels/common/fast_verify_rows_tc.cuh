@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/common/fast_replay_head.cuh"
+#include "kernels/common/tc_verify_layout.h"
 
 namespace replayssm::kern::fast {
 
@@ -30,19 +31,6 @@ __device__ __forceinline__ void tc_mma1688(float (&d)[4], std::uint32_t a0, std:
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// The dot runs over K = 128 in 16 MMA steps of k8; any bijection of K serves if A and B share it. Lane (g = lane / 4,
-// t = lane % 4) holds at step s the MMA's logical columns t and t + 4 (A: rows g, g + 8; B: column g), here the
-// physical elements 32 t + 2 s and 32 t + 2 s + 1: a lane's B values are 32 contiguous floats of its row.
-inline constexpr int kTcVerifyK = 128, kTcVerifySteps = kTcVerifyK / 8;
-
-// The verify ring's 16-byte chunk slot (form 2): chunk c (0..31) of stage row r at 8 (c / 8) + ((c % 8) ^ (c / 8 +
-// 4 (r % 2)) % 8), so that the 8 lanes of a quarter warp (rows of both parities x 4 lane groups t, each reading chunk
-// 8 t + i of its row at step i) hit 8 distinct bank quads (unswizzled all 8 sat on one: rows 512 B apart, t 128 B).
-__device__ __forceinline__ int tc_ring_slot(int r, int c) {
-  const int t = c >> 3;
-  return 8 * t + ((c & 7) ^ ((t + 4 * (r & 1)) & 7));
-}
-
 // A's fragments (the drafts' q_t, GDN also k_{n+t}: rows t and 8 + t of A; lanes g >= nd hold zeros and store
 // nothing), split once per CTA into TF32 big and small terms: 32 blocks q = 2 s + term of kAW floats per lane g < nd
 // (block_floats = 4 nd kAW), lane-contiguous so that each lane's load is one conflict-free LDS at a constant offset
@@ -57,18 +45,12 @@ struct TcVerifyA {
   static constexpr int kAW = kGdn ? 4 : 2, kEntries = kTcVerifySteps * 32, kBlocks = 2 * kTcVerifySteps;
   static constexpr int kPer = kEntries / kThreads;  // entries (s, lane) per thread
   static __host__ __device__ constexpr int block_floats(int nd) { return 4 * nd * kAW; }
-  static bool fits(const KParams& p) {
-    return p.T >= 1 && p.T <= 8 && p.K == kTcVerifyK &&
-           (kBlocks - 1) * block_floats(p.T) <= (head_records(p) + p.T) * p.K;
-  }
+  static bool fits(const KParams& p) { return tc_verify_fits(p.T, p.K, head_records(p), kAW); }
   float v[kPer][kAW];
   std::uint32_t last[kAW];  // the small terms of this lane's step-15 fragment
-  // Entry x (0..511) of the build: step s = x % 16, lane ln with ln % 8 = (x % 8 + x / 16) % 8 and ln / 8 = x / 128, a
-  // bijection under which the 16 lanes of a half warp read 16 different steps of one vector (sQ's rows are 128 floats
-  // apart: consecutive lanes there 32-way conflicted, 12M extra wavefronts in a GDN T = 8 verify) and the 8 lanes of a
-  // quarter warp store to 8 different bank quads of a block.
-  static __device__ __forceinline__ int entry_s(int x) { return x & 15; }
-  static __device__ __forceinline__ int entry_lane(int x) { return (((x & 7) + (x >> 4)) & 7) | ((x >> 7) << 3); }
+  // the build's entries (s, lane): tc_entry_s, tc_entry_lane (tc_verify_layout.h)
+  static __device__ __forceinline__ int entry_s(int x) { return tc_entry_s(x); }
+  static __device__ __forceinline__ int entry_lane(int x) { return tc_entry_lane(x); }
   // the values of entry (s, ln) of the fragments; sKd = k_{n + 0}
   static __device__ __forceinline__ void entry(const float* sQ, const float* sKd, int nd, int s, int ln,
                                                float (&x)[kAW]) {

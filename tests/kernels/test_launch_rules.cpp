@@ -4,10 +4,12 @@
 // the grid at batch 1; the GPU tests check the results, this checks the choice.
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "catch.hpp"
 #include "kernels/common/decode_kernel.h"
 #include "kernels/common/replay_smem.h"
+#include "kernels/common/tc_verify_layout.h"
 
 using replayssm::kern::flush_slices_rule;
 using replayssm::kern::step_flush_slices;
@@ -224,4 +226,71 @@ TEST_CASE("shared-memory layout: every table inside, none overlapping, 16-byte r
   CHECK(kHeadRingMod * 4 == 112);
   CHECK(kGroupRingMod == 0);
   for (int end = 0; end < 100; ++end) CHECK(ring_offset(end, kHeadRingMod) - end < 32);
+}
+
+// v57: the verify form 2's index maps (tc_verify_layout.h). The kernel's bits do not depend on them (a wrong map gives
+// wrong dots, which [tc-verify] catches on the device), its speed does: these are the properties the bank-conflict
+// counts of PERF_NOTES' twenty-third pass rest on.
+TEST_CASE("verify form 2: the ring's chunk slots and the A build's entries are bijections without bank conflicts",
+          "[kernels]") {
+  using namespace replayssm::kern::fast;
+  // tc_ring_slot: for each row parity a permutation of a row's 32 chunks that keeps each lane group's 8 chunks
+  // together; at every step i the 8 lanes of a quarter warp (g in {2q, 2q + 1} -> rows of both parities, t = 0..3,
+  // each reading chunk 8 t + i of its row; rows 512 B apart) hit 8 distinct 16-byte bank quads.
+  for (int r = 0; r < 4; ++r) {
+    std::vector<int> seen(32, 0);
+    for (int c = 0; c < 32; ++c) {
+      const int s = tc_ring_slot(r, c);
+      REQUIRE(s >= 0);
+      REQUIRE(s < 32);
+      CHECK(s / 8 == c / 8);
+      ++seen[s];
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == 32);
+  }
+  for (int q = 0; q < 4; ++q)
+    for (int i = 0; i < 8; ++i) {
+      std::vector<int> quads;
+      for (int g : {2 * q, 2 * q + 1})
+        for (int t = 0; t < 4; ++t) quads.push_back(tc_ring_slot(g & 3, 8 * t + i) % 8);
+      std::sort(quads.begin(), quads.end());
+      INFO("quarter " << q << " step " << i);
+      CHECK(std::unique(quads.begin(), quads.end()) == quads.end());
+    }
+  // tc_entry_s / tc_entry_lane: a bijection of [0, 512) onto 16 steps x 32 lanes; each half warp (16 consecutive
+  // entries) reads 16 different steps (one vector, 2 floats apart: 16 bank pairs); each quarter warp stores to 8
+  // different lanes mod 8 (8 bank quads of a lane-contiguous block).
+  std::vector<int> seen(512, 0);
+  for (int x = 0; x < 512; ++x) {
+    const int s = tc_entry_s(x), ln = tc_entry_lane(x);
+    REQUIRE(s >= 0);
+    REQUIRE(s < kTcVerifySteps);
+    REQUIRE(ln >= 0);
+    REQUIRE(ln < 32);
+    ++seen[s * 32 + ln];
+  }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 512);
+  for (int h = 0; h < 512; h += 16) {
+    std::vector<int> steps;
+    for (int x = h; x < h + 16; ++x) steps.push_back(tc_entry_s(x));
+    std::sort(steps.begin(), steps.end());
+    CHECK(std::unique(steps.begin(), steps.end()) == steps.end());
+  }
+  for (int qw = 0; qw < 512; qw += 8) {
+    std::vector<int> lanes;
+    for (int x = qw; x < qw + 8; ++x) lanes.push_back(tc_entry_lane(x) % 8);
+    std::sort(lanes.begin(), lanes.end());
+    CHECK(std::unique(lanes.begin(), lanes.end()) == lanes.end());
+  }
+}
+
+TEST_CASE("verify form 2: A's fragments fit sK and sQ where the launcher runs it", "[kernels]") {
+  using replayssm::kern::fast::tc_verify_fits;
+  // records = the verify's cap = L - 1 + max drafts; GDN's A has 4 floats per lane, Mamba-2's 2
+  CHECK(tc_verify_fits(8, 128, 15 + 8, 4));       // GDN T = 8 at L = 16: 31 x 128 = 3968 = (23 + 8) 128, exactly
+  CHECK_FALSE(tc_verify_fits(8, 128, 7 + 8, 4));  // at L = 8 it does not (the launcher keeps form 1)
+  for (int T = 4; T <= 8; ++T) CHECK(tc_verify_fits(T, 128, 15 + 8, 4));
+  for (int T = 1; T <= 8; ++T) CHECK(tc_verify_fits(T, 128, 7 + 8, 2));  // Mamba-2 fits everywhere from L = 8
+  CHECK_FALSE(tc_verify_fits(9, 128, 15 + 9, 4));  // at most 8 drafts (one m16 tile of q and k)
+  CHECK_FALSE(tc_verify_fits(8, 64, 23, 4));       // the real head dims only
 }
