@@ -120,7 +120,7 @@ void note_verify_tc_launch();
 // The draft counts from which the verify's form 2 runs (below them form 1 measured faster at B = 256: the MMAs' fixed
 // cost per row beats the FFMA dots' cost per draft from T = 4 for GDN's 16 dots per row, T = 6 for Mamba-2's 8;
 // kernels/PERF_NOTES.md, twenty-third pass).
-inline int tc_verify_min_drafts(bool gdn) { return gdn ? 4 : 6; }
+inline constexpr int tc_verify_min_drafts(bool gdn) { return gdn ? 4 : 6; }
 // v48: head_step_kernel with its window's record count a constant (kStepFixedRecords, a step's records at L = 16)
 // where step_fixed_applies, so that its shared-memory layout folds; 0 = always the generic instantiation. 1 by default;
 // REPLAYSSM_STEP_FIXED=0 in the environment sets the start value (A/B of one binary). The tests run the split layout

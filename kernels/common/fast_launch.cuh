@@ -160,7 +160,9 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
             case 7: hot = group_verify_kernel<C, kGdn, 7>; break;
             default: hot = group_verify_kernel<C, kGdn, 8>; break;
           }
-          if (tc) {
+          if (tc) {  // the tc instantiations exist from tc_verify_min_drafts on
+            static_assert(tc_verify_min_drafts(true) == 4 && tc_verify_min_drafts(false) == 6,
+                          "group_verify_kernel's form-2 instantiations follow tc_verify_min_drafts");
             if constexpr (kGdn) {
               if (p.T == 4) hot = group_verify_kernel<C, kGdn, 4, true>;
               if (p.T == 5) hot = group_verify_kernel<C, kGdn, 5, true>;

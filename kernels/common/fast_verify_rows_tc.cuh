@@ -48,9 +48,6 @@ struct TcVerifyA {
   static bool fits(const KParams& p) { return tc_verify_fits(p.T, p.K, head_records(p), kAW); }
   float v[kPer][kAW];
   std::uint32_t last[kAW];  // the small terms of this lane's step-15 fragment
-  // the build's entries (s, lane): tc_entry_s, tc_entry_lane (tc_verify_layout.h)
-  static __device__ __forceinline__ int entry_s(int x) { return tc_entry_s(x); }
-  static __device__ __forceinline__ int entry_lane(int x) { return tc_entry_lane(x); }
   // the values of entry (s, ln) of the fragments; sKd = k_{n + 0}
   static __device__ __forceinline__ void entry(const float* sQ, const float* sKd, int nd, int s, int ln,
                                                float (&x)[kAW]) {
@@ -68,7 +65,7 @@ struct TcVerifyA {
 #pragma unroll
     for (int e = 0; e < kPer; ++e) {
       const int x = tid + e * kThreads;
-      entry(sQ, sKd, nd, entry_s(x), entry_lane(x), v[e]);
+      entry(sQ, sKd, nd, tc_entry_s(x), tc_entry_lane(x), v[e]);  // tc_verify_layout.h
     }
     float y[kAW];
     entry(sQ, sKd, nd, kTcVerifySteps - 1, lane, y);
@@ -81,7 +78,7 @@ struct TcVerifyA {
   __device__ __forceinline__ void store(float* sAf, int nd, int tid) const {
 #pragma unroll
     for (int e = 0; e < kPer; ++e) {
-      const int x = tid + e * kThreads, s = entry_s(x), ln = entry_lane(x);
+      const int x = tid + e * kThreads, s = tc_entry_s(x), ln = tc_entry_lane(x);
       if ((ln >> 2) >= nd) continue;
       std::uint32_t big[kAW], small[kAW];
 #pragma unroll
