@@ -48,6 +48,88 @@ __device__ __forceinline__ float window_sum_u4(float total, float x, const float
   return acc;
 }
 
+// v59: the verify kernel's window sums (4b) in phases, each chain still emu::window_sum's multiplication and FMAs in
+// its order (the emulation's bits): a chain over the window [0, m) is its prefix over the n old records, whose w rows
+// are staged, continued over the drafts' records n .. m - 1. v57 ran GDN's u chains of a row one draft after the other
+// on 128 of the 256 threads (draft t's window holds drafts 0 .. t - 1's u), then every (draft, row) output on its own.
+// A. Every thread: the prefixes of its row r = tid % kV for drafts t0, t0 + kP, ... (t0 = tid / kV): the output's and
+//    (GDN) u's, all from one load of each old w_j[r]; GDN's u prefixes go to sDk (their own S_c k_t slots).
+// B. GDN, one thread per row: u of the drafts in order, each its prefix continued over the earlier drafts' u (held in
+//    registers), then emu::gdn_u; into sW and the records.
+// C. Every thread: its outputs, each its prefix continued over records n .. n + t.
+// kPhasedSums: where it runs (calls 2-3 of the twenty-fourth pass): GDN -2..-13% (every T, both forms); Mamba-2 form 1
+// -2.4% from T = 6 (+0.5..+1.5% at T = 2, 3); Mamba-2 form 2 +3..+9% (more spills), which keeps v57's sums.
+template <bool kGdn, int kND, bool kTc>
+inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
+template <bool kGdn, int kND, int kV>
+__device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int b, int h, std::size_t hh, int R, int NR,
+                                                   const float* sTot, const float* sDq, float* sDk, const float* sCU,
+                                                   const float* sCO, float* sW, const float* sB, const float* sVt,
+                                                   const float* sSk, bool recompute, int tid) {
+  static_assert(kThreads % kV == 0, "verify_window_sums: whole row sets of threads");
+  constexpr int kP = kThreads / kV, kD = (kND + kP - 1) / kP;  // threads per row, drafts per thread
+  const int r = tid % kV, t0 = tid / kV;                       // t0: warp-uniform
+  float* gw = p.rw + hh * p.cap * kV;
+  // A. A thread whose last draft t0 + kP (kD - 1) is past kND runs that chain on draft kND - 1's tables and drops it
+  //    (its u prefix from sDq: sDk[kND - 1] is another thread's to overwrite).
+  float py[kD], pu[kD];
+  const float* co[kD];
+  const float* cu[kD];
+#pragma unroll
+  for (int e = 0; e < kD; ++e) {
+    const int t = min(t0 + kP * e, kND - 1);
+    co[e] = sCO + t * NR, cu[e] = sCU + t * NR;
+    py[e] = __fmul_rn(sTot[t], sDq[t * R + r]);
+    const bool own = kND % kP == 0 || t0 + kP * e < kND;
+    if constexpr (kGdn) pu[e] = __fmul_rn(sTot[t], (own ? sDk : sDq)[t * R + r]);
+  }
+  const float* wr = sW + r;
+#pragma unroll 4
+  for (int j = 0; j < n; ++j) {
+    const float w = wr[j * R];
+#pragma unroll
+    for (int e = 0; e < kD; ++e) {
+      py[e] = __fmaf_rn(co[e][j], w, py[e]);
+      if constexpr (kGdn) pu[e] = __fmaf_rn(cu[e][j], w, pu[e]);
+    }
+  }
+  if constexpr (kGdn) {
+#pragma unroll
+    for (int e = 0; e < kD; ++e)
+      if (kND % kP == 0 || t0 + kP * e < kND) sDk[(t0 + kP * e) * R + r] = pu[e];
+    __syncthreads();
+    if (tid < kV) {  // B
+      float* gv = recompute ? p.rv + hh * p.cap * kV : nullptr;
+      const float* cun = sCU + n;
+      float uu[kND];
+#pragma unroll
+      for (int t = 0; t < kND; ++t) {
+        float acc = sDk[t * R + r];
+#pragma unroll
+        for (int s = 0; s < t; ++s) acc = __fmaf_rn(cun[t * NR + s], uu[s], acc);
+        const float vt = sVt[t * R + r];
+        uu[t] = emu::gdn_u(sB[n + t], vt, acc);
+        sW[(n + t) * R + r] = uu[t];
+        gw[std::size_t(n + t) * kV + r] = uu[t];
+        if (recompute) gv[std::size_t(n + t) * kV + r] = vt;
+      }
+    }
+    __syncthreads();
+  }
+  // C. The drafts as constants (a warp-uniform branch each), so that the continued chains unroll.
+  const float* con = sCO + n;
+  const float* wn = sW + n * R + r;
+#pragma unroll
+  for (int t = 0; t < kND; ++t) {
+    if (t % kP != t0) continue;
+    float y = py[t / kP];
+#pragma unroll
+    for (int s = 0; s <= t; ++s) y = __fmaf_rn(con[t * NR + s], wn[s * R], y);
+    if (!kGdn) gw[std::size_t(n + t) * kV + r] = wn[t * R];
+    p.o[((std::size_t(b) * p.T + t) * p.H + h) * kV + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
+  }
+}
+
 // replay_group (v12): the CTA runs p.group_heads heads h0 .. h0 + group_heads - 1 of one key group (GDN: value heads of
 // one key head; Mamba-2: heads of one B/C group), in turn. They share the token k and q and every record's k: the k
 // records of a group's heads are copies of the same token keys (written by every path from the group's k), so the
@@ -350,7 +432,14 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
 
     // 4b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
     //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
-    //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
+    //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent. v59: the verify
+    //     kernel's in phases (verify_window_sums), where kPhasedSums.
+    if constexpr (kPhasedSums<kGdn, kND, kTc>) {  // v59
+      static_assert(kV > 0, "replay_group: the verify kernel's window sums at the real dims");
+      verify_window_sums<kGdn, kND, kV>(p, n, b, h, hh, R, NR, sTot, sDq0, sDk0, sCU, sCO, sW, sB, sVt, sSk, recompute,
+                                         tid);
+      continue;
+    }
     float* gw = p.rw + hh * p.cap * V;
     if constexpr (kGdn) {
       float* gv = recompute ? p.rv + hh * p.cap * V : nullptr;
