@@ -57,7 +57,7 @@ __device__ __forceinline__ float window_sum_u4(float total, float x, const float
 // B. GDN, one thread per row: u of the drafts in order, each its prefix continued over the earlier drafts' u (held in
 //    registers), then emu::gdn_u; into sW and the records.
 // C. Every thread: its outputs, each its prefix continued over records n .. n + t.
-// kPhasedSums: where it runs (calls 2-3 of the twenty-fourth pass): GDN -2..-13% (every T, both forms); Mamba-2 form 1
+// kPhasedSums: where it runs (calls 1-2 of the twenty-fourth pass): GDN -2..-13% (every T, both forms); Mamba-2 form 1
 // -2.4% from T = 6 (+0.5..+1.5% at T = 2, 3); Mamba-2 form 2 +3..+9% (more spills), which keeps v57's sums.
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
@@ -69,7 +69,8 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
   static_assert(kThreads % kV == 0, "verify_window_sums: whole row sets of threads");
   constexpr int kP = kThreads / kV, kD = (kND + kP - 1) / kP;  // threads per row, drafts per thread
   const int r = tid % kV, t0 = tid / kV;                       // t0: warp-uniform
-  float* gw = p.rw + hh * p.cap * kV;
+  // v60: row r's stores as a base pointer and a draft stride (the index math per store was 4% of form 2's instructions)
+  float* gw = p.rw + (hh * p.cap + n) * kV + r;  // the drafts' records: + t kV
   // A. A thread whose last draft t0 + kP (kD - 1) is past kND runs that chain on draft kND - 1's tables and drops it
   //    (its u prefix from sDq: sDk[kND - 1] is another thread's to overwrite).
   float py[kD], pu[kD];
@@ -99,7 +100,7 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
       if (kND % kP == 0 || t0 + kP * e < kND) sDk[(t0 + kP * e) * R + r] = pu[e];
     __syncthreads();
     if (tid < kV) {  // B
-      float* gv = recompute ? p.rv + hh * p.cap * kV : nullptr;
+      float* gv = recompute ? p.rv + (hh * p.cap + n) * kV + r : nullptr;
       const float* cun = sCU + n;
       float uu[kND];
 #pragma unroll
@@ -110,8 +111,8 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
         const float vt = sVt[t * R + r];
         uu[t] = emu::gdn_u(sB[n + t], vt, acc);
         sW[(n + t) * R + r] = uu[t];
-        gw[std::size_t(n + t) * kV + r] = uu[t];
-        if (recompute) gv[std::size_t(n + t) * kV + r] = vt;
+        gw[t * kV] = uu[t];
+        if (recompute) gv[t * kV] = vt;
       }
     }
     __syncthreads();
@@ -119,14 +120,16 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
   // C. The drafts as constants (a warp-uniform branch each), so that the continued chains unroll.
   const float* con = sCO + n;
   const float* wn = sW + n * R + r;
+  float* o = p.o + (std::size_t(b) * p.T * p.H + h) * kV + r;  // draft t's output: + t H kV
+  const int oT = p.H * kV;
 #pragma unroll
   for (int t = 0; t < kND; ++t) {
     if (t % kP != t0) continue;
     float y = py[t / kP];
 #pragma unroll
     for (int s = 0; s <= t; ++s) y = __fmaf_rn(con[t * NR + s], wn[s * R], y);
-    if (!kGdn) gw[std::size_t(n + t) * kV + r] = wn[t * R];
-    p.o[((std::size_t(b) * p.T + t) * p.H + h) * kV + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
+    if (!kGdn) gw[t * kV] = wn[t * R];
+    o[t * oT] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
   }
 }
 
