@@ -57,7 +57,7 @@ __device__ __forceinline__ float window_sum_u4(float total, float x, const float
 // B. GDN, one thread per row: u of the drafts in order, each its prefix continued over the earlier drafts' u (held in
 //    registers), then emu::gdn_u; into sW and the records.
 // C. Every thread: its outputs, each its prefix continued over records n .. n + t.
-// kPhasedSums: where it runs (calls 1-2 of the twenty-fourth pass): GDN -2..-13% (every T, both forms); Mamba-2 form 1
+// kPhasedSums: where it runs (call 2 of the twenty-fourth pass): GDN -2..-13% (every T, both forms); Mamba-2 form 1
 // -2.4% from T = 6 (+0.5..+1.5% at T = 2, 3); Mamba-2 form 2 +3..+9% (more spills), which keeps v57's sums.
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
@@ -433,10 +433,10 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     }
     __syncthreads();
 
-    // 4b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
-    //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
-    //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent. v59: the verify
-    //     kernel's in phases (verify_window_sums), where kPhasedSums.
+    // 4b. Window sums: emu::window_sum over the staged records, the same function and order as the emulation. GDN
+    //     first forms u of the drafts in order (the window of draft t + 1 holds draft t's record), then every (draft,
+    //     row) output is independent. One thread per row (v8; v6 ran them in every lane of the row's warp); v59: the
+    //     verify kernel's in phases on every thread (verify_window_sums), where kPhasedSums.
     if constexpr (kPhasedSums<kGdn, kND, kTc>) {  // v59
       static_assert(kV > 0, "replay_group: the verify kernel's window sums at the real dims");
       verify_window_sums<kGdn, kND, kV>(p, n, b, h, hh, R, NR, sTot, sDq0, sDk0, sCU, sCO, sW, sB, sVt, sSk, recompute,

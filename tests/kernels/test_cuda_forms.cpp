@@ -138,9 +138,11 @@ void check_tc_verify(const Shape& s) {
 namespace {
 // v59: the grouped FP32 verify kernel runs its window sums in phases (verify_window_sums: GDN at every draft count,
 // Mamba-2 from T = 6), which must keep the emulation's bits: every draft count T = 2..8 (at odd T a GDN thread runs a
-// chain past the last draft and drops it) at buffer positions n = 1, 8 and 15 (windows of up to n + T = 23 records,
-// the capacity at L = 16, so no early flush), a second verify from the accepted position, then a step; form 1, the
-// group layout, every FP32 ReplaySSM mode whose verify runs that kernel. Outputs, state and stored codes: bit for bit.
+// chain past the last draft and drops it) at buffer positions n = 1, 8 and 15 (the first verify's window up to
+// n + T = 23 records, the capacity at L = 16, without an early flush); at n = 1 and 15 sequence 0 accepts every draft,
+// so that the later ops read every draft's stored record, at n = 8 half of them; then a second verify (from n = 15 it
+// flushes early) and a step; form 1, the group layout, every FP32 ReplaySSM mode whose verify runs that kernel.
+// Outputs, state and stored codes: bit for bit.
 void check_verify_draft_counts(const Shape& s) {
   auto emu = make_emulated_backend();
   const KernelSplit split(1);
@@ -153,7 +155,7 @@ void check_verify_draft_counts(const Shape& s) {
     for (int pre : {1, 8, 15}) {
       Case c{"verify T=" + std::to_string(T) + " at n=" + std::to_string(pre), std::vector<Op>(std::size_t(pre)), -2.0,
              -0.01, false};
-      c.ops.push_back(Op{T, true, T / 2});
+      c.ops.push_back(Op{T, true, pre == 8 ? T / 2 : T});
       c.ops.push_back(Op{T, true, 1});
       c.ops.push_back(Op{});
       const CaseInputs in = make_inputs(s, c, 7000 + 10 * T + pre);
