@@ -267,12 +267,35 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     if (lane == 0) sDotQ[t * NR + j] = d;
     if (lane == 16 && has_u) sDotK[t * NR + j] = d;
   };
-  if constexpr (kND > 0) {  // v57: task = t W + j by a cursor, without the division (5% of the tc form's instructions)
-    int t = 0, j = warp;
-    for (; j >= W; j -= W) ++t;
-    while (t < nd) {
-      if (j <= n + t) window_dot(t, j);
-      for (j += kWarps; j >= W && t < nd; j -= W) ++t;
+  if constexpr (kND > 0) {
+    // v61: a warp per record j against every draft's q_t (and GDN's k_{n+t}), all their trees in one reduce-scatter
+    // (bfly_sum_scatter: the canonical trees' bits); the dots a draft's window does not hold are formed and dropped.
+    // v57's warp per (draft, record) pair, each with its own 5-level tree and the k_j load, was ~15% of form 2's
+    // instructions (ncu, twenty-fourth pass).
+    constexpr int kDots = kGdn ? 2 * kND : kND;
+    constexpr int kN = kDots <= 2 ? 2 : kDots <= 4 ? 4 : kDots <= 8 ? 8 : kDots <= 16 ? 16 : 32;
+    constexpr int kLanesPerDot = 32 / kN;
+    static_assert(kDots <= 32, "replay_group: at most 32 dots per record");
+    for (int j = warp; j < W; j += kWarps) {
+      const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float v[kN];
+#pragma unroll
+      for (int d = 0; d < kN; ++d) {
+        v[d] = 0.0f;
+        if (d < kDots) {
+          const float* y = d < kND ? sQ + d * K : sK + (n + d - kND) * K;
+          v[d] = part4(xa, act ? ld4(y + 4 * lane) : F4{{0, 0, 0, 0}}, act);
+        }
+      }
+      const float sum = bfly_sum_scatter<kN>(v, lane);
+      const int d = lane / kLanesPerDot;
+      if (lane % kLanesPerDot == 0) {
+        if (d < kND) {
+          if (j <= n + d) sDotQ[d * NR + j] = sum;
+        } else if (d < kDots && j < n + (d - kND)) {
+          sDotK[(d - kND) * NR + j] = sum;
+        }
+      }
     }
   } else {
     for (int task = warp; task < nd * W; task += kWarps) {
