@@ -61,6 +61,11 @@ __device__ __forceinline__ float window_sum_u4(float total, float x, const float
 // -2.4% from T = 6 (+0.5..+1.5% at T = 2, 3); Mamba-2 form 2 +3..+9% (more spills), which keeps v57's sums.
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
+// kScatterDots (v61, the window dots by a warp per record): where it runs (twenty-fifth pass, call 1): GDN -0.6..-5.7%
+// (every T, both forms), Mamba-2 form 1 -1.6% at T = 8; Mamba-2 form 2 at T = 8 +3.5% (spills 8 -> 12 B), which keeps
+// v57's warp per (draft, record) pair there.
+template <bool kGdn, int kND, bool kTc>
+inline constexpr bool kScatterDots = kND > 0 && (kGdn || !kTc || kND < 7);
 template <bool kGdn, int kND, int kV>
 __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int b, int h, std::size_t hh, int R, int NR,
                                                    const float* sTot, const float* sDq, float* sDk, const float* sCU,
@@ -267,7 +272,37 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     if (lane == 0) sDotQ[t * NR + j] = d;
     if (lane == 16 && has_u) sDotK[t * NR + j] = d;
   };
-  if constexpr (kND > 0) {  // v57: task = t W + j by a cursor, without the division (5% of the tc form's instructions)
+  if constexpr (kScatterDots<kGdn, kND, kTc>) {
+    // v61: a warp per record j against every draft's q_t (and GDN's k_{n+t}), all their trees in one reduce-scatter
+    // (bfly_sum_scatter: the canonical trees' bits); the dots a draft's window does not hold are formed and dropped.
+    // v57's warp per (draft, record) pair, each with its own 5-level tree and the k_j load, was ~15% of form 2's
+    // instructions (ncu, twenty-fourth pass).
+    constexpr int kDots = kGdn ? 2 * kND : kND;
+    constexpr int kN = kDots <= 2 ? 2 : kDots <= 4 ? 4 : kDots <= 8 ? 8 : kDots <= 16 ? 16 : 32;
+    constexpr int kLanesPerDot = 32 / kN;
+    static_assert(kDots <= 32, "replay_group: at most 32 dots per record");
+    for (int j = warp; j < W; j += kWarps) {
+      const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
+      float v[kN];
+#pragma unroll
+      for (int d = 0; d < kN; ++d) {
+        v[d] = 0.0f;
+        if (d < kDots) {
+          const float* y = d < kND ? sQ + d * K : sK + (n + d - kND) * K;
+          v[d] = part4(xa, act ? ld4(y + 4 * lane) : F4{{0, 0, 0, 0}}, act);
+        }
+      }
+      const float sum = bfly_sum_scatter<kN>(v, lane);
+      const int d = lane / kLanesPerDot;
+      if (lane % kLanesPerDot == 0) {
+        if (d < kND) {
+          if (j <= n + d) sDotQ[d * NR + j] = sum;
+        } else if (d < kDots && j < n + (d - kND)) {
+          sDotK[(d - kND) * NR + j] = sum;
+        }
+      }
+    }
+  } else if constexpr (kND > 0) {  // v57: task = t W + j by a cursor, without the division (5% of form 2's instructions)
     int t = 0, j = warp;
     for (; j >= W; j -= W) ++t;
     while (t < nd) {

@@ -73,6 +73,36 @@ __device__ __forceinline__ float bfly_sum_pair(float a, float b, int lane) {
   return k;
 }
 __device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) { return bfly_sum_pair<16>(p0, p1, lane); }
+// v61: the tree sums of N dots at once (bfly_sum4's reduce-scatter for any power of two N <= 32): at levels 16, 8, ..,
+// 32 / N a lane keeps half of its dots (the upper half where its bit of that level is set) and adds the partner's
+// values of them; the levels below add as bfly_sum. Every level adds the two values the canonical tree adds, so each
+// dot has the bits of bfly_sum. Lane l returns dot l / (32 / N); v is overwritten.
+// One split level of bfly_sum_scatter: Half of the lane's 2 Half dots kept, at offset 16 (2 Half) / N; then the next.
+// (A template per level: with a loop over the levels nvcc unrolled the inner loop first, at a run-time bound, and put
+// v in local memory.)
+template <int N, int Half>
+__device__ __forceinline__ void bfly_scatter_level(float (&v)[N], int lane) {
+  if constexpr (Half >= 1) {
+    constexpr int kOff = 32 * Half / N;  // 16, 8, .., 32 / N
+    const bool hi = (lane & kOff) != 0;
+#pragma unroll
+    for (int i = 0; i < Half; ++i) {
+      const float keep = hi ? v[i + Half] : v[i];
+      const float send = hi ? v[i] : v[i + Half];
+      v[i] = __fadd_rn(keep, __shfl_xor_sync(0xFFFFFFFFu, send, kOff));
+    }
+    bfly_scatter_level<N, Half / 2>(v, lane);
+  }
+}
+template <int N>
+__device__ __forceinline__ float bfly_sum_scatter(float (&v)[N], int lane) {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "bfly_sum_scatter: a power of two up to 32 dots");
+  bfly_scatter_level<N, N / 2>(v, lane);
+  float k = v[0];
+#pragma unroll
+  for (int off = 16 / N; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
+  return k;
+}
 __device__ __forceinline__ float bfly_sum_halves(float a, float b, int lane) { return bfly_sum_pair<8>(a, b, lane); }
 // Lane partials of the canonical dot (before the tree): fmaf over the lane's 4 elements in order; 0 if inactive.
 __device__ __forceinline__ float part4(const F4& s, const F4& y, bool act) {
