@@ -275,6 +275,9 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_VERIFY) group_v
 // the bench's rows run: a one-token step at the real dims, replay-shared or replay-split (GDN: u=lp), FP32 codes or
 // row-scaled 8-bit minifloat codes rounded to nearest even. REPLAYSSM_FLUSH_FOLD=0 in the environment keeps the
 // generic flush (A/B of one binary). 0: the generic flush, else replay_flush_kernel's kFold.
+// v62: only where the caller reports no early flush (KParams::early_hint == 0) and the lean step flush is on, so that
+// every work item of the folded kernel takes replay_lean and the kernel holds no call to replay_flush (whose ABI call
+// cost it a 528-byte stack frame and 152 B of spill stores in the FP32 GDN flush; without it 48 B).
 inline bool host_flush_fold() {
   static const bool on = [] {
     const char* e = std::getenv("REPLAYSSM_FLUSH_FOLD");
@@ -291,6 +294,7 @@ inline int flush_fold_applies(const KParams& p, bool real) {
   static_assert(kFlushFoldable<C>, "flush_fold_applies: a codec the folded flush is instantiated for");
   const bool split = p.policy == emu::Policy::replay_split;
   if (!real || p.op != Op::step || p.T != 1 || !host_flush_fold()) return 0;
+  if (p.early_hint != 0 || !(host_lean() & 2) || p.V % 4 != 0) return 0;  // v62: replay_lean takes every item
   if (p.policy != emu::Policy::replay_shared && !split) return 0;
   if (kGdn && split && p.usource != emu::USource::lp) return 0;
   const bool codes = C::kBits == 32 || (p.scaling == formats::Scaling::row && p.rounding == formats::Rounding::rne);
@@ -332,7 +336,9 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     if (b < 0) return;
     const int hd = r / items, sp = (r - hd * items) * fs;
     Cta cta{b, hd, sp, nsplit, min(fs, nsplit - sp)};
-    if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) {
+    if constexpr (kFold != 0) {  // v62: flush_fold_applies guarantees the lean step flush for every item
+      replay_lean<C, kGdn, true, kK, kV, kFold>(p, sm, cta);
+    } else if ((g_lean & 2) && p.V % 4 == 0 && p.early[b] == 0 && !recompute) {
       replay_lean<C, kGdn, true, kK, kV, kFold>(p, sm, cta);
     } else {  // one slice: the launcher sets fs = 1 wherever this branch can run (kern::step_flush_slices)
       replay_flush<C, kGdn>(p, sm, cta);
