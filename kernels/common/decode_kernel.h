@@ -59,8 +59,9 @@ struct KParams {
   int flush_slices = 1;
   // How many sequences flush early in this op where the caller knows it (the backend and the bench do); -1 = unknown.
   // The step flush runs several row slices per CTA only where it is 0 (kern::step_flush_slices): an early flush takes
-  // replay_flush, one slice per work item. So it must be exact or -1; -1 (the default) costs only speed. Last in the
-  // struct, like flush_slices, so that the other fields keep their offsets.
+  // replay_flush, one slice per work item; and (v62) the folded step-flush kernel, which has no replay_flush path,
+  // runs only where it is 0. So it must be exact or -1; -1 (the default) costs only speed. Last in the struct, like
+  // flush_slices, so that the other fields keep their offsets.
   int early_hint = -1;
 };
 

@@ -63,7 +63,7 @@ template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
 // kScatterDots (v61, the window dots by a warp per record): where it runs (twenty-fifth pass, call 1): GDN -0.6..-5.7%
 // (every T, both forms), Mamba-2 form 1 -1.6% at T = 8; Mamba-2 form 2 at T = 8 +3.5% (spills 8 -> 12 B), which keeps
-// v57's warp per (draft, record) pair there.
+// v57-v60's warp per (draft, record) pair there and at T = 7 (not measured; its spills as T = 8's).
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kScatterDots = kND > 0 && (kGdn || !kTc || kND < 7);
 template <bool kGdn, int kND, int kV>
@@ -258,7 +258,8 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   cp_async_wait<1>();  // the window and group 0
   __syncthreads();
 
-  // 2. The dots k_j . q_t, k_j . k_t of the group, once per CTA (one warp per pair, canonical trees).
+  // 2. The dots k_j . q_t, k_j . k_t of the group, once per CTA (canonical trees: one warp per pair, or v61's warp per
+  //    record j for all drafts where kScatterDots).
   auto window_dot = [&](int t, int j) {
     const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
     const F4 yq = act ? ld4(sQ + t * K + 4 * lane) : F4{{0, 0, 0, 0}};
