@@ -138,10 +138,11 @@ void check_tc_verify(const Shape& s) {
 namespace {
 // v59: the grouped FP32 verify kernel runs its window sums in phases (verify_window_sums: GDN at every draft count,
 // Mamba-2 from T = 6), which must keep the emulation's bits: every draft count T = 2..8 (at odd T a GDN thread runs a
-// chain past the last draft and drops it) at buffer positions n = 1, 8 and 15 (the first verify's window up to
-// n + T = 23 records, the capacity at L = 16, without an early flush); at n = 1 and 15 sequence 0 accepts every draft,
-// so that the later ops read every draft's stored record, at n = 8 half of them; then a second verify (from n = 15 it
-// flushes early) and a step; form 1, the group layout, every FP32 ReplaySSM mode whose verify runs that kernel.
+// chain past the last draft and drops it) at buffer positions n = 0, 1, 8 and 15 (the first verify's window from the
+// drafts alone up to n + T = 23 records, the capacity at L = 16, without an early flush); at n = 0, 1 and 15 sequence 0
+// accepts every draft, so that the later ops read every draft's stored record, at n = 8 half of them; then a second
+// verify (from n = 15 it flushes early) and a step; form 1, the group layout, every FP32 ReplaySSM mode whose verify
+// runs that kernel. (n = 0: session 25's review; not yet run on a device when it was added.)
 // Outputs, state and stored codes: bit for bit.
 void check_verify_draft_counts(const Shape& s) {
   auto emu = make_emulated_backend();
@@ -152,7 +153,7 @@ void check_verify_draft_counts(const Shape& s) {
   long n = 0;
   for (int T = 2; T <= 8; ++T) {
     long launches = 0;
-    for (int pre : {1, 8, 15}) {
+    for (int pre : {0, 1, 8, 15}) {
       Case c{"verify T=" + std::to_string(T) + " at n=" + std::to_string(pre), std::vector<Op>(std::size_t(pre)), -2.0,
              -0.01, false};
       c.ops.push_back(Op{T, true, pre == 8 ? T / 2 : T});
