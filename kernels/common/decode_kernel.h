@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "emulation/decode_api.h"
 
@@ -101,6 +102,18 @@ void note_verify_kernel_launch();
 // turns it off) since the last call with reset = true.
 long fast_flush_fold_launches(bool reset);
 void note_flush_fold_launch();
+// The environment's A/B knobs of the folded step flush, as the launcher reads them (common/fast_kernel.cuh caches
+// them; the tests ask here): REPLAYSSM_LEAN=0..7 (which lean paths run, default 7; bit 1: the step flush) and
+// REPLAYSSM_FLUSH_FOLD=0 (the generic flush). v62: the fold needs the lean step flush.
+inline int lean_paths_env() {
+  const char* e = std::getenv("REPLAYSSM_LEAN");
+  return (!e || !*e) ? 7 : (std::atoi(e) & 7);
+}
+inline bool flush_fold_env() {
+  const char* e = std::getenv("REPLAYSSM_FLUSH_FOLD");
+  return !(e && *e && std::atoi(e) == 0);
+}
+inline bool flush_fold_allowed_env() { return flush_fold_env() && (lean_paths_env() & 2) != 0; }
 // v46: head_step_kernel's form (replay_head's kFused): 0 = v40-v45's kernel, 1 = v46's (the default: its 8-bit row
 // dots' trees reduced together, GDN's window chains fused). REPLAYSSM_STEP_FORM=0 in the environment keeps v40-v45's
 // (A/B of one binary); the fixed-records instantiation below is form 1's.

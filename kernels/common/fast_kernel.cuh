@@ -51,10 +51,7 @@ namespace replayssm::kern::fast {
 // REPLAYSSM_LEAN=0..7 in the environment overrides the default 7 (3 = v5; diagnostics and A/B).
 __device__ int g_lean = 7;
 inline int host_lean() {
-  static const int v = [] {
-    const char* e = std::getenv("REPLAYSSM_LEAN");
-    return (!e || !*e) ? 7 : (std::atoi(e) & 7);
-  }();
+  static const int v = lean_paths_env();
   return v;
 }
 
@@ -279,10 +276,7 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_VERIFY) group_v
 // every work item of the folded kernel takes replay_lean and the kernel holds no call to replay_flush (whose ABI call
 // cost it a 528-byte stack frame and 152 B of spill stores in the FP32 GDN flush; without it 48 B).
 inline bool host_flush_fold() {
-  static const bool on = [] {
-    const char* e = std::getenv("REPLAYSSM_FLUSH_FOLD");
-    return !(e && *e && std::atoi(e) == 0);
-  }();
+  static const bool on = flush_fold_env();
   return on;
 }
 // The codecs the folded flush is instantiated for: FP32, and 8-bit minifloats with block scales and a hardware RNE pair.

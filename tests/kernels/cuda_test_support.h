@@ -14,16 +14,6 @@
 namespace replayssm::cudatest {
 using namespace replayssm::emu;
 
-// Whether the launcher may run the folded step flush under this process's environment, as the launcher reads it
-// (kernels/common/fast_kernel.cuh): REPLAYSSM_FLUSH_FOLD=0 keeps the generic flush, and since v62 the fold needs the
-// lean step flush (REPLAYSSM_LEAN bit 1, on by default).
-inline bool env_allows_flush_fold() {
-  const char* f = std::getenv("REPLAYSSM_FLUSH_FOLD");
-  if (f && *f && std::atoi(f) == 0) return false;
-  const char* l = std::getenv("REPLAYSSM_LEAN");
-  return !(l && *l) || (std::atoi(l) & 2) != 0;
-}
-
 // The device backend; without a device the process prints why and exits 77 (skipped).
 inline std::unique_ptr<DecodeBackend>& gpu() {
   static std::unique_ptr<DecodeBackend> be = [] {

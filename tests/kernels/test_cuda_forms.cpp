@@ -142,8 +142,7 @@ namespace {
 // drafts alone up to n + T = 23 records, the capacity at L = 16, without an early flush); at n = 0, 1 and 15 sequence 0
 // accepts every draft, so that the later ops read every draft's stored record, at n = 8 half of them; then a second
 // verify (from n = 15 it flushes early) and a step; form 1, the group layout, every FP32 ReplaySSM mode whose verify
-// runs that kernel. (n = 0: session 25's review; not yet run on a device when it was added.)
-// Outputs, state and stored codes: bit for bit.
+// runs that kernel. Outputs, state and stored codes: bit for bit.
 void check_verify_draft_counts(const Shape& s) {
   auto emu = make_emulated_backend();
   const KernelSplit split(1);

@@ -179,7 +179,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
                              (m.format == formats::FormatId::fp8_e4m3 && m.scaling == formats::Scaling::row &&
                               m.rounding == formats::Rounding::rne);
           expect_flush_fold = expect_flush_fold ||
-                              (env_allows_flush_fold() && real && has_step_flush(cases[i]) && codes &&
+                              (kern::flush_fold_allowed_env() && real && has_step_flush(cases[i]) && codes &&
                                !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
         }
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));

@@ -3,6 +3,8 @@
 // (replay_smem.h, v14 / v15). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
 // the grid at batch 1; the GPU tests check the results, this checks the choice.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -293,4 +295,32 @@ TEST_CASE("verify form 2: A's fragments fit sK and sQ where the launcher runs it
   for (int T = 1; T <= 8; ++T) CHECK(tc_verify_fits(T, 128, 7 + 8, 2));  // Mamba-2 fits everywhere from L = 8
   CHECK_FALSE(tc_verify_fits(9, 128, 15 + 9, 4));  // at most 8 drafts (one m16 tile of q and k)
   CHECK_FALSE(tc_verify_fits(8, 64, 23, 4));       // the real head dims only
+}
+
+TEST_CASE("the folded step flush's environment knobs, as the launcher and the GPU tests read them", "[kernels]") {
+  using replayssm::kern::flush_fold_allowed_env;
+  using replayssm::kern::lean_paths_env;
+  // Restores the two variables as they were, so that other tests see the process's environment.
+  struct Saved {
+    const char* name;
+    std::string value;
+    bool set;
+    explicit Saved(const char* n) : name(n), set(std::getenv(n) != nullptr) {
+      if (set) value = std::getenv(n);
+    }
+    ~Saved() { set ? setenv(name, value.c_str(), 1) : unsetenv(name); }
+  } lean("REPLAYSSM_LEAN"), fold("REPLAYSSM_FLUSH_FOLD");
+  unsetenv("REPLAYSSM_LEAN");
+  unsetenv("REPLAYSSM_FLUSH_FOLD");
+  CHECK(lean_paths_env() == 7);
+  CHECK(flush_fold_allowed_env());
+  setenv("REPLAYSSM_LEAN", "5", 1);  // no lean step flush: v62's fold does not run
+  CHECK(lean_paths_env() == 5);
+  CHECK_FALSE(flush_fold_allowed_env());
+  setenv("REPLAYSSM_LEAN", "3", 1);
+  CHECK(flush_fold_allowed_env());
+  setenv("REPLAYSSM_FLUSH_FOLD", "0", 1);
+  CHECK_FALSE(flush_fold_allowed_env());
+  setenv("REPLAYSSM_FLUSH_FOLD", "1", 1);
+  CHECK(flush_fold_allowed_env());
 }
