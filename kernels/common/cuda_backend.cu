@@ -312,6 +312,17 @@ long fast_step_fixed_launches(bool reset) { return take(g_step_fixed_launches, r
 void note_step_fixed_launch() { ++g_step_fixed_launches; }
 int fast_flush_hint() { return g_flush_hint.load(); }
 namespace {
+std::atomic<int>& step_fused_mode() {
+  static std::atomic<int> v{step_fused_env()};
+  return v;
+}
+std::atomic<long> g_step_fused_launches{0};
+}  // namespace
+void set_fast_step_fused(int mode) { step_fused_mode().store(mode < 0 ? -1 : mode > 0 ? 1 : 0); }
+int fast_step_fused() { return step_fused_mode().load(); }
+long fast_step_fused_launches(bool reset) { return take(g_step_fused_launches, reset); }
+void note_step_fused_launch() { ++g_step_fused_launches; }
+namespace {
 std::atomic<int>& flush_slices_mode() {
   static std::atomic<int> v{[] {
     const char* e = std::getenv("REPLAYSSM_FLUSH_SLICES");

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "emulation/decode_api.h"
+#include "formats/hd.h"
 
 namespace replayssm::kern {
 
@@ -64,6 +65,11 @@ struct KParams {
   // runs only where it is 0. So it must be exact or -1; -1 (the default) costs only speed. Last in the struct, like
   // flush_slices, so that the other fields keep their offsets.
   int early_hint = -1;
+  // v66: set by the fast launcher for step_flush_kernel (the FP32 step and its folded flush in one grid): grid row
+  // j * fused_stride (j < fused_rows) holds flush items, the other rows the step's sequences in order. Last, so that the
+  // other fields keep their offsets.
+  int fused_rows = 0, fused_stride = 1;
+  int fused_scratch = 0;  // its flush rows' scan scratch: an int offset into dynamic shared memory past both layouts
 };
 
 // Both return a cudaError_t as int (0 = success).
@@ -114,6 +120,38 @@ inline bool flush_fold_env() {
   return !(e && *e && std::atoi(e) == 0);
 }
 inline bool flush_fold_allowed_env() { return flush_fold_env() && (lean_paths_env() & 2) != 0; }
+// v66: the FP32 step and its folded step flush in one grid (step_flush_kernel) where the split layout would run both
+// at the real dims with whole-head flush items: -1 = where fused_step_rule says (default), 0 = never (the two
+// kernels), 1 = wherever it applies (the tests). REPLAYSSM_STEP_FUSED=0|1 in the environment sets the start value;
+// REPLAYSSM_FUSED_SPREAD (percent, default 75) where its flush rows end in the grid (A/B knobs of one binary).
+// Results are bit-identical.
+inline constexpr int kFusedSpread = 75;  // measured (B = 256, 512): 75 and 90 equal, 50 ~1% slower for GDN
+void set_fast_step_fused(int mode);
+int fast_step_fused();
+// How many tuned ReplaySSM launches ran step_flush_kernel since the last call with reset = true (tests).
+long fast_step_fused_launches(bool reset);
+void note_step_fused_launch();
+inline int step_fused_env() {
+  const char* e = std::getenv("REPLAYSSM_STEP_FUSED");
+  return e && *e ? (std::atoi(e) != 0 ? 1 : 0) : -1;
+}
+inline int fused_spread_env() {
+  const char* e = std::getenv("REPLAYSSM_FUSED_SPREAD");
+  const int v = (!e || !*e) ? kFusedSpread : std::atoi(e);
+  return v < 0 ? 0 : v > 100 ? 100 : v;
+}
+// The grid-row stride of step_flush_kernel's flush rows: F rows spread over the first spread % of the B + F rows.
+inline int fused_stride_rule(int B, int F, int spread) {
+  if (F <= 0) return 1;
+  const long long k = static_cast<long long>(spread) * (B + F) / (100LL * F);
+  return k < 1 ? 1 : static_cast<int>(k);
+}
+// The sequence of step_flush_kernel's step row y (not a flush row): y less the flush rows before it.
+REPLAYSSM_HD int fused_step_seq(int y, int F, int k) {
+  const int before = (y + k - 1) / k;
+  return y - (before < F ? before : F);
+}
+REPLAYSSM_HD bool fused_flush_row(int y, int F, int k) { return y % k == 0 && y / k < F; }
 // v46: head_step_kernel's form (replay_head's kFused): 0 = v40-v45's kernel, 1 = v46's (the default: its 8-bit row
 // dots' trees reduced together, GDN's window chains fused). REPLAYSSM_STEP_FORM=0 in the environment keeps v40-v45's
 // (A/B of one binary); the fixed-records instantiation below is form 1's.
@@ -226,6 +264,11 @@ inline constexpr long long kFp32StepSplitHeadsMamba2 = 16384;
 inline bool fp32_step_split_rule(long long heads, long long flush_hint, bool gdn = true) {
   return flush_hint == 0 || heads >= (gdn ? kFp32StepSplitHeads : kFp32StepSplitHeadsMamba2);
 }
+// v66 (PERF_NOTES, twenty-sixth pass): where the split layout's FP32 step runs step_flush_kernel instead of its two
+// kernels (set_fast_step_fused(-1)). Measured (B H heads; L = 16, 1/16 of the sequences flush): GDN 8192 -3.6%,
+// 16384 -2.1%; Mamba-2 16384 -4.1%, 32768 -2.2%, 65536 +4% (kept on the two kernels).
+inline constexpr long long kFusedStepMaxHeadsMamba2 = 32768;
+inline bool fused_step_rule(long long heads, bool gdn) { return gdn || heads <= kFusedStepMaxHeadsMamba2; }
 
 // 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window
 // and builds the tables once for that many slices of a head, then runs them in turn. Worth it only where the slices

@@ -145,9 +145,10 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_REPLAY_BOUNDS) replay_kern
 // of n / early, which sit in L2: the flush list needs no host copy and no extra kernel). `total` becomes the number
 // of flushing sequences where the scan reached the last sequence (v16: a CTA then knows its next item is past the
 // list without a second scan, which cost ~10% of the flush kernel's instructions and ~15% of its stall samples).
-__device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total) {
-  __shared__ int s_cnt[kWarps];
-  __shared__ int s_b;
+// s_cnt, s_b: kWarps + 1 ints of shared memory (v66's step_flush_kernel passes dynamic shared memory past both
+// layouts, so that its static shared memory, and with it the ring's offset from the 128-byte boundary, is
+// head_step_kernel's).
+__device__ __forceinline__ int nth_flushing_in(const KParams& p, int e, int& total, int* s_cnt, int& s_b) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   if (tid == 0) s_b = -1;
   int before = 0;  // flushing sequences of the chunks already scanned
@@ -172,6 +173,11 @@ __device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total)
   const int r = s_b;
   __syncthreads();  // read by all before the next call resets it
   return r;
+}
+__device__ __forceinline__ int nth_flushing(const KParams& p, int e, int& total) {
+  __shared__ int s_cnt[kWarps];
+  __shared__ int s_b;
+  return nth_flushing_in(p, e, total, s_cnt, s_b);
 }
 
 // v13: the non-flush op in a kernel of its own (its own register allocation, no returning row-slice CTAs). Grid
@@ -339,6 +345,42 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     }
     __syncthreads();  // shared memory is reused by the next item
   }
+}
+
+// v66: the FP32 step and its folded step flush in one grid (H, B + fused_rows), no second kernel. The split layout
+// launches the flush kernel first, one wave of whole-head items that fills every SM's slots for ~30 us at about half
+// the DRAM bandwidth while the step kernel, its programmatic dependent, waits for slots; here the flush rows are
+// spread over the first part of the grid (fused_stride_rule), so that their latency-bound items run beside step CTAs
+// that keep DRAM busy. Flush row j takes the whole heads of flushing sequences j, j + F, ... (nth_flushing; any
+// fused_rows >= 1 is correct); a step row's sequence is its row less the flush rows before it (fused_step_seq), and a
+// flushing sequence's step CTAs return. Both paths are the split layout's, so the same bits.
+// v66b: no static shared memory but head_step_kernel's barriers (the flush rows' scan scratch sits in dynamic shared
+// memory past both layouts, KParams::fused_scratch): with nth_flushing's 48 bytes of static shared memory before the
+// dynamic base, the step's ring sat at another offset from the 128-byte boundary and the op ran 16-23% slower (v66).
+// Row-scaled FP8 steps keep the two kernels: their step kernels run at 6 (GDN) / 8 (Mamba-2) CTAs per SM, and in one
+// kernel with the flush at 4, 5 or 6 CTAs per SM every form measured slower (+0.4..+90%; PERF_NOTES twenty-sixth pass).
+template <class C, bool kGdn, int kNR, int kFold>
+__global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
+    step_flush_kernel(const __grid_constant__ KParams p) {
+  static_assert(C::kBits == 32 && kFold != 0, "step_flush_kernel: the FP32 step with its folded flush");
+  extern __shared__ __align__(16) float sm[];
+  __shared__ __align__(8) std::uint64_t bar[2];  // head_step_kernel's
+  constexpr int kK = kRealK<kGdn>, kV = kRealV<kGdn>, kNs = (kV + kRows - 1) / kRows;
+  const int y = blockIdx.y, F = p.fused_rows, k = p.fused_stride;
+  if (fused_flush_row(y, F, k)) {
+    int total = -1;
+    for (int e = y / k;; e += F) {
+      if (total >= 0 && e >= total) return;
+      int* scratch = reinterpret_cast<int*>(sm) + p.fused_scratch;
+      const int b = nth_flushing_in(p, e, total, scratch, scratch[kWarps]);
+      if (b < 0) return;
+      replay_lean<C, kGdn, true, kK, kV, kFold>(p, sm, Cta{b, int(blockIdx.x), 0, kNs, kNs});
+      __syncthreads();  // shared memory is reused by the next item
+    }
+  }
+  const int b = fused_step_seq(y, F, k);
+  if (!cta_flushes(p, b))
+    replay_head<C, kGdn, false, kK, kV, true, 1, kNR>(p, sm, Cta{b, int(blockIdx.x), 0, kNs}, bar);
 }
 
 }  // namespace replayssm::kern::fast

@@ -39,6 +39,12 @@ inline bool host_pdl() {
   return ok;
 }
 
+// v66: step_flush_kernel's flush rows over the first REPLAYSSM_FUSED_SPREAD percent of its grid (decode_kernel.h).
+inline int host_fused_spread() {
+  static const int v = fused_spread_env();
+  return v;
+}
+
 // Heads per CTA of the non-flush op (v12): kern::group_heads_rule (decode_kernel.h) on the current device's SM count
 // (cached per device).
 inline int sm_count() {
@@ -184,6 +190,35 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
         }
       }
       const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);
+      if constexpr (C::kBits == 32) {  // v66: the step and its folded flush in one grid (kern::fast_step_fused)
+        const int mode = fast_step_fused();
+        const bool on = mode > 0 || (mode < 0 && fused_step_rule(static_cast<long long>(p.B) * p.H, kGdn));
+        const int fold = fgrid > 0 && on && p.flush_slices == nsplit && fast_step_form() != 0 &&
+                                 head_step_kernel_applies<C, kGdn>(p, real)
+                             ? flush_fold_applies<C, kGdn>(p, real)
+                             : 0;
+        const bool fixed = step_fixed_applies(p.L, p.cap, fast_step_fixed() != 0) &&
+                           step_records(p) == kStepFixedRecords;
+        auto* fused = fold == 0 ? nullptr
+                      : fixed   ? (fold == 2 ? step_flush_kernel<C, kGdn, kStepFixedRecords, 2>
+                                             : step_flush_kernel<C, kGdn, kStepFixedRecords, 1>)
+                                : (fold == 2 ? step_flush_kernel<C, kGdn, 0, 2> : step_flush_kernel<C, kGdn, 0, 1>);
+        if (fused) {
+          KParams q = p;
+          q.fused_rows = int(seqs);
+          q.fused_stride = fused_stride_rule(p.B, q.fused_rows, host_fused_spread());
+          const std::size_t lay = (std::max(fsm, hsm) + 15) / 16 * 16;
+          q.fused_scratch = int(lay / sizeof(int));
+          const std::size_t usm = lay + (kWarps + 1) * sizeof(int);
+          cudaError_t e = cudaFuncSetAttribute(fused, cudaFuncAttributeMaxDynamicSharedMemorySize, int(usm));
+          if (e != cudaSuccess) return int(e);
+          fused<<<dim3(unsigned(p.H), unsigned(p.B + q.fused_rows)), kThreads, usm, s>>>(q);
+          if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
+          note_flush_slices_used(p.flush_slices);  // (the step kernel's and the fold's launches are noted above)
+          note_step_fused_launch();  // the tests check that it ran where they force it
+          return int(cudaSuccess);
+        }
+      }
       cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));
       if (e == cudaSuccess && fgrid > 0)
         e = cudaFuncSetAttribute(flush, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fsm));

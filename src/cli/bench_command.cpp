@@ -240,7 +240,8 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   // The kernel choices the environment can change (A/B runs of one binary): recorded so that a file tells which ran.
   std::string kenv;
   for (const char* v : {"REPLAYSSM_LEAN", "REPLAYSSM_GROUP_HEADS", "REPLAYSSM_KERNEL_SPLIT", "REPLAYSSM_REFERENCE_KERNEL",
-                        "REPLAYSSM_STEP_FORM", "REPLAYSSM_STEP_FIXED", "REPLAYSSM_FLUSH_FOLD"})
+                        "REPLAYSSM_STEP_FORM", "REPLAYSSM_STEP_FIXED", "REPLAYSSM_FLUSH_FOLD", "REPLAYSSM_STEP_FUSED",
+                        "REPLAYSSM_FUSED_SPREAD"})
     if (const char* e = std::getenv(v)) kenv += std::string(kenv.empty() ? "" : " ") + v + "=" + e;
   f.set_attr("/device", "kernel_env", kenv.empty() ? std::string("(none)") : kenv);
   f.set_attr("/device", "group_heads_cap", std::int64_t(kern::fast_group_heads()));

@@ -27,18 +27,20 @@ namespace {
 // claiming one flushing sequence where some flush, so that where several flush (the step flushes of the small shape's
 // two sequences; the [overflow] cases' two early flushes at the real head dims, whose per-head counters then count
 // slices from CTAs that first did the other sequence's items) its flush CTAs stride through them.
-// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs|split-generic keeps one (compute-sanitizer jobs, where the
-// tripled GPU work outlasts a device call; a run with one layout covers only its kernel instantiations; with
-// split-pairs or split-generic, the tests that do not run that layout return before any assertion).
+// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs|split-generic|split-fused|split-fused-hint1 keeps one
+// (compute-sanitizer jobs, where the tripled GPU work outlasts a device call; a run with one layout covers only its
+// kernel instantiations; with split-pairs, split-generic or split-fused*, the tests that do not run that layout return
+// before any assertion).
 // The split layout also runs its step flushes with a whole head per flush CTA (v24; the rule's choice at the bench's
-// batch, 1 at the tests' batches, which the group layout keeps).
+// batch, 1 at the tests' batches, which the group layout keeps), and always in two kernels (v66's fused grid off).
 struct Layout {
   const char* name;
   int split, heads, flush_hint, flush_slices;
   int step_fixed = 1;  // head_step_kernel's fixed-records instantiation where it applies (v48); 0: the generic one
+  int fused = -1;  // v66's step_flush_kernel (kern::set_fast_step_fused): 1 wherever it applies, 0 never, -1 the rule
 };
 constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
-                               {"split", 1, 1, kern::kExactFlushHint, kWholeHead},
+                               {"split", 1, 1, kern::kExactFlushHint, kWholeHead, 1, 0},
                                {"group", 1, kAllGroupHeads, 1, 0}};
 // Two slices per flush CTA: at GDN's real dims (4 slices per head) a CTA's item starts at slice 2 (sp > 0 with ns > 1),
 // which whole heads never reach; the [real-head] cases add it where a head has more than two slices (review of v24).
@@ -46,17 +48,27 @@ constexpr Layout kSlicePairs{"split-pairs", 1, 1, kern::kExactFlushHint, 2};
 // The split layout with head_step_kernel's generic instantiation (v48: the cases' L = 16 selects the fixed-records one
 // elsewhere), in the [real-head] cases.
 constexpr Layout kSplitGeneric{"split-generic", 1, 1, kern::kExactFlushHint, kWholeHead, 0};
+// v66: the split layout's FP32 step flush and step in one grid, in the [real-head] cases: told of every flushing
+// sequence (one flush row each, spread among the step rows), and told of one (one flush row strides through all).
+constexpr Layout kSplitFused{"split-fused", 1, 1, kern::kExactFlushHint, kWholeHead, 1, 1};
+constexpr Layout kSplitFusedHint1{"split-fused-hint1", 1, 1, 1, kWholeHead, 1, 1};
 std::vector<Layout> layouts_to_test(bool pairs, bool generic = false) {
   const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
   if (pairs) all.push_back(kSlicePairs);  // the caller passes pairs only where it differs from whole heads
-  if (generic) all.push_back(kSplitGeneric);
+  if (generic) {
+    all.push_back(kSplitGeneric);
+    all.push_back(kSplitFused);
+    all.push_back(kSplitFusedHint1);
+  }
   if (v.empty()) return all;
   for (const Layout& l : all)
     if (v == l.name) return {l};
-  if (v == kSlicePairs.name || v == kSplitGeneric.name) return {};  // a test without that layout: nothing to run
-  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs or split-generic, got '%s'\n",
+  if (v == kSlicePairs.name || v == kSplitGeneric.name || v == kSplitFused.name || v == kSplitFusedHint1.name)
+    return {};  // a test without that layout: nothing to run
+  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs, split-generic, split-fused or "
+              "split-fused-hint1, got '%s'\n",
               v.c_str());
   std::exit(2);
 }
@@ -120,6 +132,9 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   long verify_kernel_launches = 0;  // launches of group_verify_kernel in the group runs
   bool expect_verify_kernel = false;  // some such run had an FP32 verify of 2..8 drafts at the real dims
   const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);  // the real head dims
+  long fused_launches = 0;  // launches of step_flush_kernel in the split-fused runs (v66)
+  bool expect_fused = false;  // some such run flushed in an FP32 step at the real dims
+  long unforced_fused_launches = 0;  // and in the runs that turn it off (none)
   long flush_fold_launches = 0;  // launches of the folded step flush in the split runs
   bool expect_flush_fold = false;  // some such run flushed in a step at the real dims with FP32 or row-scaled RNE FP8
   int n_modes = 0;
@@ -139,6 +154,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const FlushHint hint(lay.flush_hint);
         const FlushSlices slices(lay.flush_slices);
         const StepFixed fixed(lay.step_fixed);
+        const StepFused fused(lay.fused >= 0 ? lay.fused : kern::fast_step_fused());
+        kern::fast_step_fused_launches(true);
         kern::fast_group_heads_used(true);
         kern::fast_flush_slices_used(true);
         kern::fast_split_launches(true);
@@ -182,6 +199,14 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
                               (kern::flush_fold_allowed_env() && real && has_step_flush(cases[i]) && codes &&
                                !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
         }
+        if (lay.fused > 0) {
+          fused_launches += kern::fast_step_fused_launches(false);
+          expect_fused = expect_fused || (kern::flush_fold_allowed_env() && real && has_step_flush(cases[i]) &&
+                                          m.format == formats::FormatId::fp32 &&
+                                          !(m.split() && m.arch == Arch::gdn && m.usource != USource::lp));
+        } else if (lay.fused == 0) {
+          unforced_fused_launches += kern::fast_step_fused_launches(false);
+        }
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
@@ -205,6 +230,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   REQUIRE(generic_fixed_launches == 0);
   if (expect_verify_kernel) REQUIRE(verify_kernel_launches > 0);  // v39: the grouped FP32 verify's own kernel ran
   if (expect_flush_fold) REQUIRE(flush_fold_launches > 0);  // v42: the folded step flush ran
+  if (expect_fused) REQUIRE(fused_launches > 0);  // v66: the fused grid ran where the layout forces it
+  REQUIRE(unforced_fused_launches == 0);  // and not where a layout turns it off
   // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many
   // (at most the head's): whole heads, or pairs starting at slices 0 and 2.
   for (std::size_t li = 0; li < settings.size(); ++li) {

@@ -324,3 +324,70 @@ TEST_CASE("the folded step flush's environment knobs, as the launcher and the GP
   setenv("REPLAYSSM_FLUSH_FOLD", "1", 1);
   CHECK(flush_fold_allowed_env());
 }
+
+TEST_CASE("fused step grid (v66): every flush row and every sequence exactly once, the flush rows spread", "[kernels]") {
+  using replayssm::kern::fused_flush_row;
+  using replayssm::kern::fused_step_seq;
+  using replayssm::kern::fused_stride_rule;
+  CHECK(fused_stride_rule(256, 16, 50) == 8);  // the bench's B = 256, L = 16: rows 0, 8, ..., 120 of 272
+  CHECK(fused_stride_rule(256, 16, 0) == 1);   // every flush row first (the split layout's order)
+  CHECK(fused_stride_rule(256, 0, 50) == 1);
+  for (int B : {1, 2, 3, 16, 255, 256, 257, 512}) {
+    for (int F : {1, 2, 7, 16, 32, 256}) {
+      if (F > B) continue;
+      for (int spread : {0, 25, 50, 75, 100}) {
+        const int k = fused_stride_rule(B, F, spread);
+        INFO("B " << B << " F " << F << " spread " << spread << " stride " << k);
+        REQUIRE(k >= 1);
+        std::vector<int> flush(F, 0), seq(B, 0);
+        int last_flush = -1;
+        for (int y = 0; y < B + F; ++y) {
+          if (fused_flush_row(y, F, k)) {
+            REQUIRE(y / k < F);
+            ++flush[y / k];
+            last_flush = y;
+          } else {
+            const int b = fused_step_seq(y, F, k);
+            REQUIRE(b >= 0);
+            REQUIRE(b < B);
+            ++seq[b];
+          }
+        }
+        for (int j = 0; j < F; ++j) CHECK(flush[j] == 1);
+        for (int b = 0; b < B; ++b) CHECK(seq[b] == 1);
+        // the last flush row within the first spread % of the grid (at least the F rows themselves)
+        CHECK(last_flush < std::max(F, spread * (B + F) / 100 + 1));
+      }
+    }
+  }
+}
+
+TEST_CASE("fused step grid (v66): where the rule runs it, and its environment knobs", "[kernels]") {
+  using namespace replayssm::kern;
+  CHECK(fused_step_rule(8192, true));    // GDN B = 256 (measured -3.6%)
+  CHECK(fused_step_rule(16384, true));   // GDN B = 512 (-2.1%)
+  CHECK(fused_step_rule(16384, false));  // Mamba-2 B = 128 (-4.1%)
+  CHECK(fused_step_rule(32768, false));  // Mamba-2 B = 256 (-2.2%)
+  CHECK_FALSE(fused_step_rule(65536, false));  // Mamba-2 B = 512 (+4%): the two kernels
+  struct Saved {  // restores the variables as they were, so that other tests see the process's environment
+    const char* name;
+    std::string value;
+    bool set;
+    explicit Saved(const char* n) : name(n), set(std::getenv(n) != nullptr) {
+      if (set) value = std::getenv(n);
+    }
+    ~Saved() { set ? setenv(name, value.c_str(), 1) : unsetenv(name); }
+  } fused("REPLAYSSM_STEP_FUSED"), spread("REPLAYSSM_FUSED_SPREAD");
+  unsetenv("REPLAYSSM_STEP_FUSED");
+  unsetenv("REPLAYSSM_FUSED_SPREAD");
+  CHECK(step_fused_env() == -1);  // the rule
+  CHECK(fused_spread_env() == kFusedSpread);
+  setenv("REPLAYSSM_STEP_FUSED", "0", 1);
+  CHECK(step_fused_env() == 0);
+  setenv("REPLAYSSM_STEP_FUSED", "1", 1);
+  CHECK(step_fused_env() == 1);
+  setenv("REPLAYSSM_FUSED_SPREAD", "150", 1);
+  CHECK(fused_spread_env() == 100);
+  setenv("REPLAYSSM_FUSED_SPREAD", "-5", 1);
+  CHECK(fused_spread_env() == 0);
+}
