@@ -265,10 +265,14 @@ inline bool fp32_step_split_rule(long long heads, long long flush_hint, bool gdn
   return flush_hint == 0 || heads >= (gdn ? kFp32StepSplitHeads : kFp32StepSplitHeadsMamba2);
 }
 // v66 (PERF_NOTES, twenty-sixth pass): where the split layout's FP32 step runs step_flush_kernel instead of its two
-// kernels (set_fast_step_fused(-1)). Measured (B H heads; L = 16, 1/16 of the sequences flush): GDN 8192 -3.6%,
-// 16384 -2.1%; Mamba-2 16384 -4.1%, 32768 -2.2%, 65536 +4% (kept on the two kernels).
-inline constexpr long long kFusedStepMaxHeadsMamba2 = 32768;
-inline bool fused_step_rule(long long heads, bool gdn) { return gdn || heads <= kFusedStepMaxHeadsMamba2; }
+// kernels (set_fast_step_fused(-1)): wherever it applies. Measured against the two kernels (B H heads; L = 16, 1/16 of
+// the sequences flush; calls 4-5): GDN 8192 -3.5%, 12288 -1.4%, 16384 -2.2%; Mamba-2 16384 -4.3%, 32768 -1.8..-2.4%,
+// 49152 -2.0..-2.4%, 65536 -1.4..-1.7% (call 3, another binary: +4% there, not seen again in 8 rounds).
+inline bool fused_step_rule(long long heads, bool gdn) {
+  (void)heads;
+  (void)gdn;
+  return true;
+}
 
 // 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window
 // and builds the tables once for that many slices of a head, then runs them in turn. Worth it only where the slices
