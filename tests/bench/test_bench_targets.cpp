@@ -60,7 +60,7 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   res.rows.push_back(mv);
 
   const std::vector<BenchTarget> t = check_targets(res);
-  REQUIRE(t.size() == 13);
+  REQUIRE(t.size() == 15);
 
   const BenchTarget& conv = named(t, "GDN conventional");
   CHECK(conv.present);
@@ -101,6 +101,12 @@ TEST_CASE("bench targets read the right rows, thresholds and byte-model bounds",
   CHECK(vtc.model_bound == Approx(769.0 / 655.0));  // the same bytes as the exact verify over the same step
   CHECK(vtc.measured_row.find("/tc-dots") != std::string::npos);
   CHECK_FALSE(named(t, "mamba2 ReplaySSM verify T=8 with tensor-core").present);  // no such row
+  const BenchTarget& vtcc = named(t, "gdn ReplaySSM verify T=8 with tensor-core row dots / conventional");
+  CHECK(vtcc.value == Approx(200.0 / 270.0));
+  CHECK(vtcc.met);  // 0.74 <= 1.10
+  CHECK(vtcc.model_bound == Approx(769.0 / 1086.0));
+  CHECK(vtcc.measured_row.find("/tc-dots") != std::string::npos);
+  CHECK_FALSE(named(t, "mamba2 ReplaySSM verify T=8 with tensor-core row dots / conventional").present);
   const BenchTarget& vc = named(t, "gdn ReplaySSM verify T=8 / conventional");
   CHECK(vc.met);
   CHECK(vc.model_bound == Approx(769.0 / 1086.0));
