@@ -2,7 +2,8 @@
 # Per-kernel times of the tuned ReplaySSM decode step (v13; the non-flush kernel is head_step_kernel since v32 for
 # steps, group_verify_kernel since v39 for grouped verify): ncu metrics of six consecutive launches of the B=256,
 # L=16 bench step (staggered buffer positions, 1/16 of the sequences flush), with the split layout
-# (REPLAYSSM_KERNEL_SPLIT=1: replay_flush_kernel then replay_hot_kernel) and the combined one (=0), fp32 replay-shared
+# (REPLAYSSM_KERNEL_SPLIT=1: replay_flush_kernel then replay_hot_kernel; the FP32 step since v66 one step_flush_kernel,
+# REPLAYSSM_STEP_FUSED=0 for its two kernels) and the combined one (=0), fp32 replay-shared
 # and fp8_e4m3:row replay-split (GDN u=lp), both archs. ncu serialises the launches (no graph, caches kept, clocks
 # free), so a split step's time is the sum of its two kernels; what the bench measures overlapped, this shows apart.
 # Usage on the device (repository root): bash kernels/bench/kernel_times.sh BIN_DIR OUT_DIR
@@ -22,7 +23,7 @@ for arch in gdn mamba2; do
       [[ $fmt == fp8* ]] && pol=replay-split
       [[ $fmt == fp8* && $arch == gdn ]] && ex=(--usource lp)
       csv=$out/k_${arch}_${split}_${fmt%%:*}.csv
-      REPLAYSSM_KERNEL_SPLIT=$split ncu --cache-control none --clock-control none --kernel-name regex:"replay_|head_step|group_verify" \
+      REPLAYSSM_KERNEL_SPLIT=$split ncu --cache-control none --clock-control none --kernel-name regex:"replay_|head_step|group_verify|step_flush" \
         --launch-skip 6 --launch-count 6 --metrics "$m" --csv "$bin/replayssm" bench --arch "$arch" --batch 256 \
         --L 16 --formats "$fmt" --policies "$pol" --spec-T none "${ex[@]}" --reps 1 --min-reps 1 --out '' --csv '' \
         -q > "$csv" 2>&1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for a kernel release (issue 5): the GPU tests, validate, the shipped bench samples
-# (experiments/samples/bench_h200_*), then compute-sanitizer memcheck of the split layout and racecheck of the grouped
-# layout in parallel, until the deadline. Usage on the device (repository root): bash kernels/bench/run_release_checks.sh
+# (experiments/samples/bench_h200_*), then compute-sanitizer memcheck and racecheck of each tuned layout's real-head
+# cases in parallel, until the deadline. Usage on the device (repository root): bash kernels/bench/run_release_checks.sh
 # BIN_DIR [LIMIT_S (default 565)]; REL_RC_LAYOUT=combined|split|group (default group): the layout racecheck runs.
 # Writes out/fin (summary.txt, logs, bench .h5/.csv, sanitizer summaries) and, where
 # $OUT is set, out/fin as one tar into $OUT.
@@ -26,19 +26,31 @@ b bench_h200_b256_l16 --arch all --batch 256 --L 16 --formats fp32,fp8_e4m3:row 
 b bench_h200_batch_l16 --arch all --batch 1,16,64,512 --L 16 --formats fp32 --spec-T 1,8 -q
 b bench_h200_mamba2_verify_b256 --arch mamba2 --L 16 --batch 256 --formats fp32 --policies conventional,replay-shared \
   --spec-T 1..8 --max-seconds 40 -q
+b bench_h200_L8_L32 --L 8,32 --batch 256,1 --formats fp32 --policies conventional,replay-shared --spec-T 8 -q
 L=$(( limit - (SECONDS - t0) - 25 ))
 log "sanitizers, deadline $L s"
-san() {  # layout tool sets dir
-  REPLAYSSM_TEST_LAYOUT=$1 OUT= SKIP_CAPTURE=1 SKIP_FULL_TESTS=1 SKIP_VALIDATE=1 SAN_TOOLS=$2 SAN_SETS=$3 \
-    SAN_JOBS_memcheck=8 SAN_JOBS_racecheck=8 SAN_LIMIT_S=$L bash scripts/gpu_checks.sh "$bin" "$F/$4" > /dev/null 2>&1
+# One process per (tool, layout, test case), in parallel on the GPU: each tuned layout's real-head cases (the fused
+# step grid, v66; the split layout's two kernels with the folded flush, v62; the grouped verify, v61's dots in
+# [verify-drafts]). Session 26 ran this list in ~170 s on one H200 (kernels/sanitizer_runs/2026-12-04_h200_v66_s26.txt);
+# the whole [sanitize] and [real-head] sets (scripts/gpu_checks.sh) outlast one call.
+san() {  # tool layout filter name
+  REPLAYSSM_TEST_LAYOUT=$2 timeout "$L" compute-sanitizer --tool "$1" --error-exitcode 99 "$bin/test_cuda_kernels" "$3" \
+    -r compact -s > "$F/san_$4.log" 2>&1
+  echo "$1 layout=${2:-all} \"$3\": rc=$? $(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$F/san_$4.log" | tr '\n' ' ')" \
+    "$(grep -c ': passed:' "$F/san_$4.log") passed, $(grep -c ': failed:' "$F/san_$4.log") failed" >> "$F/san_summary.txt"
+  tail -c 20000 "$F/san_$4.log" > "$F/san_$4.tail" && rm -f "$F/san_$4.log"  # the tar stays small
 }
-san split memcheck "sanitize real-head formats" mc_split &
-rc=rc_${REL_RC_LAYOUT:-group}
-san "${REL_RC_LAYOUT:-group}" racecheck "real-head sanitize" "$rc" &
+san memcheck split-fused-hint1 "[real-head][gdn][replay-shared]" mc_fused_gdn &
+san memcheck split-fused-hint1 "[real-head][mamba2][replay-shared]" mc_fused_m2 &
+san racecheck split-fused "[real-head][gdn][replay-shared]" rc_fused_gdn &
+san memcheck split "[real-head][gdn][replay-shared]" mc_split_gdn &
+san memcheck split "[real-head][gdn][replay-split][u-lp]" mc_split_gdn_lp &
+san memcheck split "[real-head][mamba2][replay-split]" mc_split_m2 &
+san racecheck "${REL_RC_LAYOUT:-group}" "[real-head][gdn][replay-shared]" rc_group_gdn &
+san racecheck "" "[verify-drafts]" rc_verify_drafts &
+san memcheck "" "[verify-drafts]" mc_verify_drafts &
 wait
-for d in mc_split "$rc"; do
-  grep -h "compute-sanitizer" "$F/$d/summary.txt" | sed "s/^/$d: /; s/ test_cuda_kernels / /" >> "$S"
-done
+cat "$F/san_summary.txt" >> "$S"
 log "done"
 [[ -n ${OUT:-} && -d ${OUT:-} ]] && tar czf "$OUT/fin.tar.gz" -C out fin
 exit 0
