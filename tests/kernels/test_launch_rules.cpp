@@ -297,19 +297,24 @@ TEST_CASE("verify form 2: A's fragments fit sK and sQ where the launcher runs it
   CHECK_FALSE(tc_verify_fits(8, 64, 23, 4));       // the real head dims only
 }
 
+// One environment variable, restored as it was at the end of the scope, so that other tests see the process's
+// environment.
+struct SavedEnv {
+  const char* name;
+  std::string value;
+  bool set;
+  explicit SavedEnv(const char* n) : name(n), set(std::getenv(n) != nullptr) {
+    if (set) value = std::getenv(n);
+  }
+  ~SavedEnv() { set ? setenv(name, value.c_str(), 1) : unsetenv(name); }
+  SavedEnv(const SavedEnv&) = delete;
+  SavedEnv& operator=(const SavedEnv&) = delete;
+};
+
 TEST_CASE("the folded step flush's environment knobs, as the launcher and the GPU tests read them", "[kernels]") {
   using replayssm::kern::flush_fold_allowed_env;
   using replayssm::kern::lean_paths_env;
-  // Restores the two variables as they were, so that other tests see the process's environment.
-  struct Saved {
-    const char* name;
-    std::string value;
-    bool set;
-    explicit Saved(const char* n) : name(n), set(std::getenv(n) != nullptr) {
-      if (set) value = std::getenv(n);
-    }
-    ~Saved() { set ? setenv(name, value.c_str(), 1) : unsetenv(name); }
-  } lean("REPLAYSSM_LEAN"), fold("REPLAYSSM_FLUSH_FOLD");
+  const SavedEnv lean("REPLAYSSM_LEAN"), fold("REPLAYSSM_FLUSH_FOLD");
   unsetenv("REPLAYSSM_LEAN");
   unsetenv("REPLAYSSM_FLUSH_FOLD");
   CHECK(lean_paths_env() == 7);
@@ -367,15 +372,7 @@ TEST_CASE("fused step grid (v66): where the rule runs it, and its environment kn
   // wherever the split layout's FP32 step would run two kernels (measured faster at every batch it runs)
   for (long long heads : {8192LL, 12288LL, 16384LL}) CHECK(fused_step_rule(heads, true));  // GDN B = 256, 384, 512
   for (long long heads : {16384LL, 32768LL, 49152LL, 65536LL}) CHECK(fused_step_rule(heads, false));  // Mamba-2 128..512
-  struct Saved {  // restores the variables as they were, so that other tests see the process's environment
-    const char* name;
-    std::string value;
-    bool set;
-    explicit Saved(const char* n) : name(n), set(std::getenv(n) != nullptr) {
-      if (set) value = std::getenv(n);
-    }
-    ~Saved() { set ? setenv(name, value.c_str(), 1) : unsetenv(name); }
-  } fused("REPLAYSSM_STEP_FUSED"), spread("REPLAYSSM_FUSED_SPREAD");
+  const SavedEnv fused("REPLAYSSM_STEP_FUSED"), spread("REPLAYSSM_FUSED_SPREAD");
   unsetenv("REPLAYSSM_STEP_FUSED");
   unsetenv("REPLAYSSM_FUSED_SPREAD");
   CHECK(step_fused_env() == -1);  // the rule
