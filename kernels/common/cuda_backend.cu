@@ -318,7 +318,7 @@ std::atomic<int>& step_fused_mode() {
 }
 std::atomic<long> g_step_fused_launches{0};
 }  // namespace
-void set_fast_step_fused(int mode) { step_fused_mode().store(mode < 0 ? -1 : mode > 0 ? 1 : 0); }
+void set_fast_step_fused(int on) { step_fused_mode().store(on != 0 ? 1 : 0); }
 int fast_step_fused() { return step_fused_mode().load(); }
 long fast_step_fused_launches(bool reset) { return take(g_step_fused_launches, reset); }
 void note_step_fused_launch() { ++g_step_fused_launches; }

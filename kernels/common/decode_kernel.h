@@ -120,20 +120,22 @@ inline bool flush_fold_env() {
   return !(e && *e && std::atoi(e) == 0);
 }
 inline bool flush_fold_allowed_env() { return flush_fold_env() && (lean_paths_env() & 2) != 0; }
-// v66: the FP32 step and its folded step flush in one grid (step_flush_kernel) where the split layout would run both
-// at the real dims with whole-head flush items: -1 = where fused_step_rule says (default), 0 = never (the two
-// kernels), 1 = wherever it applies (the tests). REPLAYSSM_STEP_FUSED=0|1 in the environment sets the start value;
-// REPLAYSSM_FUSED_SPREAD (percent, default 75) where its flush rows end in the grid (A/B knobs of one binary).
-// Results are bit-identical.
+// v66: the FP32 step and its folded step flush in one grid (step_flush_kernel) wherever the split layout would run both
+// at the real dims with whole-head flush items (the split layout's FP32 step: GDN B H >= 8192, Mamba-2 >= 16384;
+// fp32_step_split_rule): 1 = on (default), 0 = the two kernels. Measured against the two kernels (B H heads; L = 16,
+// 1/16 of the sequences flush; PERF_NOTES twenty-sixth pass, calls 4-5): GDN 8192 -3.5%, 12288 -1.4%, 16384 -2.2%;
+// Mamba-2 16384 -4.3%, 32768 -1.8..-2.4%, 49152 -2.0..-2.4%, 65536 -1.4..-1.7%. REPLAYSSM_STEP_FUSED=0|1 in the
+// environment sets the start value; REPLAYSSM_FUSED_SPREAD (percent, default 75) where its flush rows end in the grid
+// (A/B knobs of one binary). Results are bit-identical.
 inline constexpr int kFusedSpread = 75;  // measured (B = 256, 512): 75 and 90 equal, 50 ~1% slower for GDN
-void set_fast_step_fused(int mode);
+void set_fast_step_fused(int on);
 int fast_step_fused();
 // How many tuned ReplaySSM launches ran step_flush_kernel since the last call with reset = true (tests).
 long fast_step_fused_launches(bool reset);
 void note_step_fused_launch();
 inline int step_fused_env() {
   const char* e = std::getenv("REPLAYSSM_STEP_FUSED");
-  return e && *e ? (std::atoi(e) != 0 ? 1 : 0) : -1;
+  return e && *e && std::atoi(e) == 0 ? 0 : 1;
 }
 inline int fused_spread_env() {
   const char* e = std::getenv("REPLAYSSM_FUSED_SPREAD");
@@ -263,15 +265,6 @@ inline constexpr long long kFp32StepSplitHeads = 8192;
 inline constexpr long long kFp32StepSplitHeadsMamba2 = 16384;
 inline bool fp32_step_split_rule(long long heads, long long flush_hint, bool gdn = true) {
   return flush_hint == 0 || heads >= (gdn ? kFp32StepSplitHeads : kFp32StepSplitHeadsMamba2);
-}
-// v66 (PERF_NOTES, twenty-sixth pass): where the split layout's FP32 step runs step_flush_kernel instead of its two
-// kernels (set_fast_step_fused(-1)): wherever it applies. Measured against the two kernels (B H heads; L = 16, 1/16 of
-// the sequences flush; calls 4-5): GDN 8192 -3.5%, 12288 -1.4%, 16384 -2.2%; Mamba-2 16384 -4.3%, 32768 -1.8..-2.4%,
-// 49152 -2.0..-2.4%, 65536 -1.4..-1.7% (call 3, another binary: +4% there, not seen again in 8 rounds).
-inline bool fused_step_rule(long long heads, bool gdn) {
-  (void)heads;
-  (void)gdn;
-  return true;
 }
 
 // 32-row slices per CTA of the split layout's step flush (v24, PERF_NOTES "eleventh pass"): one CTA stages the window

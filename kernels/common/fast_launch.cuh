@@ -191,9 +191,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
       }
       const std::size_t hsm = std::size_t(p.head_floats) * sizeof(float);
       if constexpr (C::kBits == 32) {  // v66: the step and its folded flush in one grid (kern::fast_step_fused)
-        const int mode = fast_step_fused();
-        const bool on = mode > 0 || (mode < 0 && fused_step_rule(static_cast<long long>(p.B) * p.H, kGdn));
-        const int fold = fgrid > 0 && on && p.flush_slices == nsplit && fast_step_form() != 0 &&
+        const int fold = fgrid > 0 && fast_step_fused() && p.flush_slices == nsplit && fast_step_form() != 0 &&
                                  head_step_kernel_applies<C, kGdn>(p, real)
                              ? flush_fold_applies<C, kGdn>(p, real)
                              : 0;

@@ -46,7 +46,7 @@ using FlushHint = Scoped<kern::fast_flush_hint, kern::set_fast_flush_hint>;  // 
 using FlushSlices = Scoped<kern::fast_flush_slices, kern::set_fast_flush_slices>;  // 0: the rule; n: n per CTA
 using StepFixed = Scoped<kern::fast_step_fixed, kern::set_fast_step_fixed>;  // 1: where it applies; 0: generic
 using StepForm = Scoped<kern::fast_step_form, kern::set_fast_step_form>;  // 2: the tensor-core row dots (v55)
-using StepFused = Scoped<kern::fast_step_fused, kern::set_fast_step_fused>;  // v66: 1 wherever it applies, 0 never, -1 the rule
+using StepFused = Scoped<kern::fast_step_fused, kern::set_fast_step_fused>;  // v66: 1 one grid, 0 two kernels
 constexpr int kWholeHead = 1 << 20;  // every row slice of a head in one flush CTA (v24)
 
 inline Shape real_shape(Arch a) { return shapes_for(a == Arch::gdn ? "qwen3.5" : "nemotron-h", a).at(0); }

@@ -37,7 +37,7 @@ struct Layout {
   const char* name;
   int split, heads, flush_hint, flush_slices;
   int step_fixed = 1;  // head_step_kernel's fixed-records instantiation where it applies (v48); 0: the generic one
-  int fused = -1;  // v66's step_flush_kernel (kern::set_fast_step_fused): 1 wherever it applies, 0 never, -1 the rule
+  int fused = -1;  // v66's step_flush_kernel (kern::set_fast_step_fused): 1 where it applies, 0 never, -1 the default
 };
 constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
                                {"split", 1, 1, kern::kExactFlushHint, kWholeHead, 1, 0},
