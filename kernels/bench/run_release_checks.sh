@@ -30,7 +30,7 @@ b bench_h200_L8_L32 --L 8,32 --batch 256,1 --formats fp32 --policies conventiona
 L=$(( limit - (SECONDS - t0) - 25 ))
 log "sanitizers, deadline $L s"
 # One process per (tool, layout, test case), in parallel on the GPU: each tuned layout's real-head cases (the fused
-# step grid, v66; the split layout's two kernels with the folded flush, v62; the grouped verify, v61's dots in
+# step grid, v66, and its mul-hi form, v67; the split layout's two kernels with the folded flush, v62; the grouped verify, v61's dots in
 # [verify-drafts]). Session 26 ran this list in ~170 s on one H200 (kernels/sanitizer_runs/2026-12-04_h200_v66_s26.txt);
 # the whole [sanitize] and [real-head] sets (scripts/gpu_checks.sh) outlast one call.
 san() {  # tool layout filter name
@@ -43,6 +43,7 @@ san() {  # tool layout filter name
 san memcheck split-fused-hint1 "[real-head][gdn][replay-shared]" mc_fused_gdn &
 san memcheck split-fused-hint1 "[real-head][mamba2][replay-shared]" mc_fused_m2 &
 san racecheck split-fused "[real-head][gdn][replay-shared]" rc_fused_gdn &
+san memcheck split-fused-mulhi-hint1 "[real-head][gdn][replay-shared]" mc_mulhi_gdn &  # v67 (opt-in)
 san memcheck split "[real-head][gdn][replay-shared]" mc_split_gdn &
 san memcheck split "[real-head][gdn][replay-split][u-lp]" mc_split_gdn_lp &
 san memcheck split "[real-head][mamba2][replay-split]" mc_split_m2 &

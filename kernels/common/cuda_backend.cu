@@ -317,11 +317,14 @@ std::atomic<int>& step_fused_mode() {
   return v;
 }
 std::atomic<long> g_step_fused_launches{0};
+std::atomic<long> g_step_mulhi_launches{0};
 }  // namespace
-void set_fast_step_fused(int on) { step_fused_mode().store(on != 0 ? 1 : 0); }
+void set_fast_step_fused(int mode) { step_fused_mode().store(mode == 0 || mode == 2 ? mode : 1); }
 int fast_step_fused() { return step_fused_mode().load(); }
 long fast_step_fused_launches(bool reset) { return take(g_step_fused_launches, reset); }
 void note_step_fused_launch() { ++g_step_fused_launches; }
+long fast_step_mulhi_launches(bool reset) { return take(g_step_mulhi_launches, reset); }
+void note_step_mulhi_launch() { ++g_step_mulhi_launches; }
 namespace {
 std::atomic<int>& flush_slices_mode() {
   static std::atomic<int> v{[] {

@@ -70,6 +70,9 @@ struct KParams {
   // other fields keep their offsets.
   int fused_rows = 0, fused_stride = 1;
   int fused_scratch = 0;  // its flush rows' scan scratch: an int offset into dynamic shared memory past both layouts
+  // v67 (kern::set_fast_step_fused(2)): fused_mul_rule(fused_stride), the row's role and sequence by mul-hi's instead
+  // of divisions. After fused_scratch, so that v66's kernels keep their parameter offsets (and SASS).
+  unsigned fused_mul = 0;
 };
 
 // Both return a cudaError_t as int (0 = success).
@@ -124,18 +127,27 @@ inline bool flush_fold_allowed_env() { return flush_fold_env() && (lean_paths_en
 // at the real dims with whole-head flush items (the split layout's FP32 step: GDN B H >= 8192, Mamba-2 >= 16384;
 // fp32_step_split_rule): 1 = on (default), 0 = the two kernels. Measured against the two kernels (B H heads; L = 16,
 // 1/16 of the sequences flush; PERF_NOTES twenty-sixth pass, calls 4-5): GDN 8192 -3.5%, 12288 -1.4%, 16384 -2.2%;
-// Mamba-2 16384 -4.3%, 32768 -1.8..-2.4%, 49152 -2.0..-2.4%, 65536 -1.4..-1.7%. REPLAYSSM_STEP_FUSED=0|1 in the
+// Mamba-2 16384 -4.3%, 32768 -1.8..-2.4%, 49152 -2.0..-2.4%, 65536 -1.4..-1.7%. REPLAYSSM_STEP_FUSED=0|1|2 in the
 // environment sets the start value; REPLAYSSM_FUSED_SPREAD (percent, default 75) where its flush rows end in the grid
 // (A/B knobs of one binary). Results are bit-identical.
+// v67, mode 2 (opt-in, GDN only, not yet timed): the same grid with the row's role and sequence from two mul-hi's of
+// KParams::fused_mul instead of three integer divisions (fused_mul_rule), so that the sequence index is uniform across
+// the CTA and stays in uniform registers; ptxas then spills 8 B per thread in the step path instead of 20 B (v66: ncu
+// 52 MB of local stores and ~19 MB more DRAM writes than the two kernels, PERF_NOTES twenty-seventh pass). Where the
+// mul-hi's would not be exact (fused_mulhi_applies: (B + F + k) k >= 2^32, batches of ~65000 sequences) mode 2 runs mode 1's kernel.
 inline constexpr int kFusedSpread = 75;  // measured (B = 256, 512): 75 and 90 equal, 50 ~1% slower for GDN
-void set_fast_step_fused(int on);
+void set_fast_step_fused(int mode);  // 0, 1 or 2 (other values: 1)
 int fast_step_fused();
 // How many tuned ReplaySSM launches ran step_flush_kernel since the last call with reset = true (tests).
 long fast_step_fused_launches(bool reset);
 void note_step_fused_launch();
+// How many of them ran v67's mul-hi form (mode 2) since the last call with reset = true (tests).
+long fast_step_mulhi_launches(bool reset);
+void note_step_mulhi_launch();
 inline int step_fused_env() {
   const char* e = std::getenv("REPLAYSSM_STEP_FUSED");
-  return e && *e && std::atoi(e) == 0 ? 0 : 1;
+  const int v = e && *e ? std::atoi(e) : 1;
+  return v == 0 || v == 2 ? v : 1;
 }
 inline int fused_spread_env() {
   const char* e = std::getenv("REPLAYSSM_FUSED_SPREAD");
@@ -154,6 +166,35 @@ REPLAYSSM_HD int fused_step_seq(int y, int F, int k) {
   return y - (before < F ? before : F);
 }
 REPLAYSSM_HD bool fused_flush_row(int y, int F, int k) { return y % k == 0 && y / k < F; }
+// v67: m = ceil(2^31 / k) gives floor(x / k) = mulhi(2 x, m) for every x with x k < 2^31 (m k = 2^31 + e, 0 <= e < k:
+// x m / 2^31 = x / k + x e / (k 2^31), and x e < 2^31 keeps the excess below 1 / k); 2^31 rather than 2^32 so that
+// k = 1 fits 32 bits. The largest x the kernel divides is rows + k - 2 (rows = B + F grid rows).
+inline bool fused_mulhi_applies(int rows, int k) {
+  if (k < 1 || rows < 1) return false;
+  const unsigned long long kk = static_cast<unsigned long long>(k), top = static_cast<unsigned long long>(rows) + kk;
+  return top * kk < (1ull << 31);
+}
+inline unsigned fused_mul_rule(int k) {
+  const unsigned long long kk = static_cast<unsigned long long>(k < 1 ? 1 : k);
+  return static_cast<unsigned>(((1ull << 31) + kk - 1) / kk);
+}
+REPLAYSSM_HD unsigned fused_div_mulhi(unsigned x, unsigned m) {  // x / k for m = fused_mul_rule(k)
+#ifdef __CUDA_ARCH__
+  return __umulhi(x << 1, m);
+#else
+  return static_cast<unsigned>((static_cast<unsigned long long>(x << 1) * m) >> 32);
+#endif
+}
+// fused_flush_row and fused_step_seq by fused_div_mulhi (where fused_mulhi_applies(B + F, k)): row y is flush row
+// q = y / k where q k == y and q < F (-1: a step row), else the step row of sequence y - min(F, (y + k - 1) / k).
+REPLAYSSM_HD int fused_flush_index_mulhi(int y, int F, int k, unsigned m) {
+  const int q = static_cast<int>(fused_div_mulhi(static_cast<unsigned>(y), m));
+  return q * k == y && q < F ? q : -1;
+}
+REPLAYSSM_HD int fused_step_seq_mulhi(int y, int F, int k, unsigned m) {
+  const int before = static_cast<int>(fused_div_mulhi(static_cast<unsigned>(y + k - 1), m));
+  return y - (before < F ? before : F);
+}
 // v46: head_step_kernel's form (replay_head's kFused): 0 = v40-v45's kernel, 1 = v46's (the default: its 8-bit row
 // dots' trees reduced together, GDN's window chains fused). REPLAYSSM_STEP_FORM=0 in the environment keeps v40-v45's
 // (A/B of one binary); the fixed-records instantiation below is form 1's.

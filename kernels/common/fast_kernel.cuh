@@ -359,7 +359,25 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
 // dynamic base, the step's ring sat at another offset from the 128-byte boundary and the op ran 16-23% slower (v66).
 // Row-scaled FP8 steps keep the two kernels: their step kernels run at 6 (GDN) / 8 (Mamba-2) CTAs per SM, and in one
 // kernel with the flush at 4, 5 or 6 CTAs per SM every form measured slower (+0.4..+90%; PERF_NOTES twenty-sixth pass).
-template <class C, bool kGdn, int kNR, int kFold>
+// v67 (kMulHi, kern::set_fast_step_fused(2)): the row's role and sequence by mul-hi's of p.fused_mul (decode_kernel.h:
+// fused_mul_rule), not divisions. With v66's divisions (I2F, MUFU, which the uniform datapath lacks) the sequence
+// index and everything addressed by it live in vector registers, and ptxas spills 20 B per thread in the step path
+// (head_step_kernel: none); from mul-hi's of the CTA's index and constants they stay uniform: 8 B.
+// A flush row's items: flushing sequences e0, e0 + F, ... (any F >= 1 is correct: nth_flushing_in's scan).
+template <class C, bool kGdn, int kFold>
+__device__ __forceinline__ void fused_flush_items(const KParams& p, float* sm, int e0, int F) {
+  constexpr int kK = kRealK<kGdn>, kV = kRealV<kGdn>, kNs = (kV + kRows - 1) / kRows;
+  int total = -1;
+  for (int e = e0;; e += F) {
+    if (total >= 0 && e >= total) return;
+    int* scratch = reinterpret_cast<int*>(sm) + p.fused_scratch;
+    const int b = nth_flushing_in(p, e, total, scratch, scratch[kWarps]);
+    if (b < 0) return;
+    replay_lean<C, kGdn, true, kK, kV, kFold>(p, sm, Cta{b, int(blockIdx.x), 0, kNs, kNs});
+    __syncthreads();  // shared memory is reused by the next item
+  }
+}
+template <class C, bool kGdn, int kNR, int kFold, bool kMulHi = false>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
     step_flush_kernel(const __grid_constant__ KParams p) {
   static_assert(C::kBits == 32 && kFold != 0, "step_flush_kernel: the FP32 step with its folded flush");
@@ -367,7 +385,18 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_FLUSH_MIN_CTAS)
   __shared__ __align__(8) std::uint64_t bar[2];  // head_step_kernel's
   constexpr int kK = kRealK<kGdn>, kV = kRealV<kGdn>, kNs = (kV + kRows - 1) / kRows;
   const int y = blockIdx.y, F = p.fused_rows, k = p.fused_stride;
-  if (fused_flush_row(y, F, k)) {
+  if constexpr (kMulHi) {  // v67 (what follows is v66's code, whose SASS it keeps)
+    const int q = fused_flush_index_mulhi(y, F, k, p.fused_mul);
+    if (q < 0) {
+      const int b = fused_step_seq_mulhi(y, F, k, p.fused_mul);
+      if (!cta_flushes(p, b))
+        replay_head<C, kGdn, false, kK, kV, true, 1, kNR>(p, sm, Cta{b, int(blockIdx.x), 0, kNs}, bar);
+      return;
+    }
+    fused_flush_items<C, kGdn, kFold>(p, sm, q, F);
+    return;
+  }
+  if (fused_flush_row(y, F, k)) {  // fused_flush_items' loop, written out: through the call ptxas moved v66's SASS
     int total = -1;
     for (int e = y / k;; e += F) {
       if (total >= 0 && e >= total) return;

@@ -197,14 +197,24 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
                              : 0;
         const bool fixed = step_fixed_applies(p.L, p.cap, fast_step_fixed() != 0) &&
                            step_records(p) == kStepFixedRecords;
-        auto* fused = fold == 0 ? nullptr
-                      : fixed   ? (fold == 2 ? step_flush_kernel<C, kGdn, kStepFixedRecords, 2>
-                                             : step_flush_kernel<C, kGdn, kStepFixedRecords, 1>)
-                                : (fold == 2 ? step_flush_kernel<C, kGdn, 0, 2> : step_flush_kernel<C, kGdn, 0, 1>);
+        KParams q = p;
+        q.fused_rows = int(seqs);
+        q.fused_stride = fused_stride_rule(p.B, q.fused_rows, host_fused_spread());
+        // v67 (mode 2) for GDN only: Mamba-2's step path spills ~nothing in v66's kernel (ncu: its local stores are the
+        // flush rows'), and its mul-hi form compiled to more spills (100 B against 48 B)
+        const bool mulhi = kGdn && fast_step_fused() == 2 && fused_mulhi_applies(p.B + q.fused_rows, q.fused_stride);
+        q.fused_mul = mulhi ? fused_mul_rule(q.fused_stride) : 0u;
+        auto pick = [&](auto form) -> void (*)(KParams) {
+          constexpr bool m = decltype(form)::value;
+          return fold == 0 ? nullptr
+                 : fixed   ? (fold == 2 ? step_flush_kernel<C, kGdn, kStepFixedRecords, 2, m>
+                                        : step_flush_kernel<C, kGdn, kStepFixedRecords, 1, m>)
+                           : (fold == 2 ? step_flush_kernel<C, kGdn, 0, 2, m> : step_flush_kernel<C, kGdn, 0, 1, m>);
+        };
+        auto* fused = pick(std::false_type{});
+        if constexpr (kGdn)
+          if (mulhi) fused = pick(std::true_type{});
         if (fused) {
-          KParams q = p;
-          q.fused_rows = int(seqs);
-          q.fused_stride = fused_stride_rule(p.B, q.fused_rows, host_fused_spread());
           const std::size_t lay = (std::max(fsm, hsm) + 15) / 16 * 16;
           q.fused_scratch = int(lay / sizeof(int));
           const std::size_t usm = lay + (kWarps + 1) * sizeof(int);
@@ -214,6 +224,7 @@ int launch_one(const KParams& p_in, cudaStream_t s) {
           if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
           note_flush_slices_used(p.flush_slices);  // (the step kernel's and the fold's launches are noted above)
           note_step_fused_launch();  // the tests check that it ran where they force it
+          if (mulhi) note_step_mulhi_launch();  // and v67's form where they ask for it
           return int(cudaSuccess);
         }
       }

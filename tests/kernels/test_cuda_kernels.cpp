@@ -27,7 +27,8 @@ namespace {
 // claiming one flushing sequence where some flush, so that where several flush (the step flushes of the small shape's
 // two sequences; the [overflow] cases' two early flushes at the real head dims, whose per-head counters then count
 // slices from CTAs that first did the other sequence's items) its flush CTAs stride through them.
-// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs|split-generic|split-fused|split-fused-hint1 keeps one
+// REPLAYSSM_TEST_LAYOUT=combined|split|group|split-pairs|split-generic|split-fused|split-fused-hint1|
+// split-fused-mulhi|split-fused-mulhi-hint1 keeps one
 // (compute-sanitizer jobs, where the tripled GPU work outlasts a device call; a run with one layout covers only its
 // kernel instantiations; with split-pairs, split-generic or split-fused*, the tests that do not run that layout return
 // before any assertion).
@@ -37,7 +38,8 @@ struct Layout {
   const char* name;
   int split, heads, flush_hint, flush_slices;
   int step_fixed = 1;  // head_step_kernel's fixed-records instantiation where it applies (v48); 0: the generic one
-  int fused = -1;  // v66's step_flush_kernel (kern::set_fast_step_fused): 1 where it applies, 0 never, -1 the default
+  int fused = -1;  // v66's step_flush_kernel (kern::set_fast_step_fused): 1 where it applies, 0 never, -1 the default,
+                   // 2 v67's mul-hi form where it applies (GDN)
 };
 constexpr Layout kLayouts[] = {{"combined", 0, 1, kern::kExactFlushHint, 0},
                                {"split", 1, 1, kern::kExactFlushHint, kWholeHead, 1, 0},
@@ -52,6 +54,9 @@ constexpr Layout kSplitGeneric{"split-generic", 1, 1, kern::kExactFlushHint, kWh
 // sequence (one flush row each, spread among the step rows), and told of one (one flush row strides through all).
 constexpr Layout kSplitFused{"split-fused", 1, 1, kern::kExactFlushHint, kWholeHead, 1, 1};
 constexpr Layout kSplitFusedHint1{"split-fused-hint1", 1, 1, 1, kWholeHead, 1, 1};
+// v67: the same grid with its mapping by mul-hi's (kern::set_fast_step_fused(2); GDN only, Mamba-2 runs v66's kernel).
+constexpr Layout kSplitFusedMulhi{"split-fused-mulhi", 1, 1, kern::kExactFlushHint, kWholeHead, 1, 2};
+constexpr Layout kSplitFusedMulhiHint1{"split-fused-mulhi-hint1", 1, 1, 1, kWholeHead, 1, 2};
 std::vector<Layout> layouts_to_test(bool pairs, bool generic = false) {
   const char* e = std::getenv("REPLAYSSM_TEST_LAYOUT");
   const std::string v = e ? e : "";
@@ -61,14 +66,17 @@ std::vector<Layout> layouts_to_test(bool pairs, bool generic = false) {
     all.push_back(kSplitGeneric);
     all.push_back(kSplitFused);
     all.push_back(kSplitFusedHint1);
+    all.push_back(kSplitFusedMulhi);
+    all.push_back(kSplitFusedMulhiHint1);
   }
   if (v.empty()) return all;
   for (const Layout& l : all)
     if (v == l.name) return {l};
-  if (v == kSlicePairs.name || v == kSplitGeneric.name || v == kSplitFused.name || v == kSplitFusedHint1.name)
+  if (v == kSlicePairs.name || v == kSplitGeneric.name || v == kSplitFused.name || v == kSplitFusedHint1.name ||
+      v == kSplitFusedMulhi.name || v == kSplitFusedMulhiHint1.name)
     return {};  // a test without that layout: nothing to run
-  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs, split-generic, split-fused or "
-              "split-fused-hint1, got '%s'\n",
+  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs, split-generic, split-fused, "
+              "split-fused-hint1, split-fused-mulhi or split-fused-mulhi-hint1, got '%s'\n",
               v.c_str());
   std::exit(2);
 }
@@ -135,6 +143,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   long fused_launches = 0;  // launches of step_flush_kernel in the split-fused runs (v66)
   bool expect_fused = false;  // some such run flushed in an FP32 step at the real dims
   long unforced_fused_launches = 0;  // and in the runs that turn it off (none)
+  long mulhi_launches = 0, other_mulhi_launches = 0;  // v67's form in the split-fused-mulhi runs, and in the others
+  bool expect_mulhi = false;
   long flush_fold_launches = 0;  // launches of the folded step flush in the split runs
   bool expect_flush_fold = false;  // some such run flushed in a step at the real dims with FP32 or row-scaled RNE FP8
   int n_modes = 0;
@@ -156,6 +166,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         const StepFixed fixed(lay.step_fixed);
         const StepFused fused(lay.fused >= 0 ? lay.fused : kern::fast_step_fused());
         kern::fast_step_fused_launches(true);
+        kern::fast_step_mulhi_launches(true);
         kern::fast_group_heads_used(true);
         kern::fast_flush_slices_used(true);
         kern::fast_split_launches(true);
@@ -207,6 +218,14 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
         } else if (lay.fused == 0) {
           unforced_fused_launches += kern::fast_step_fused_launches(false);
         }
+        if (lay.fused == 2) {
+          mulhi_launches += kern::fast_step_mulhi_launches(false);
+          expect_mulhi = expect_mulhi || (kern::flush_fold_allowed_env() && real && has_step_flush(cases[i]) &&
+                                          m.format == formats::FormatId::fp32 && m.arch == Arch::gdn &&
+                                          !(m.split() && m.usource != USource::lp));
+        } else {
+          other_mulhi_launches += kern::fast_step_mulhi_launches(false);
+        }
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
         const CheckRow rr = check_vs_reference(m, cases[i], in, ref, g);
@@ -232,6 +251,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   if (expect_flush_fold) REQUIRE(flush_fold_launches > 0);  // v42: the folded step flush ran
   if (expect_fused) REQUIRE(fused_launches > 0);  // v66: the fused grid ran where the layout forces it
   REQUIRE(unforced_fused_launches == 0);  // and not where a layout turns it off
+  if (expect_mulhi) REQUIRE(mulhi_launches > 0);  // v67: its form ran where the layout asks for it
+  REQUIRE(other_mulhi_launches == 0);  // and nowhere else
   // Where a layout forces several slices per flush CTA and some step flushes, its step flushes ran exactly that many
   // (at most the head's): whole heads, or pairs starting at slices 0 and 2.
   for (std::size_t li = 0; li < settings.size(); ++li) {

@@ -367,6 +367,48 @@ TEST_CASE("fused step grid (v66): every flush row and every sequence exactly onc
   }
 }
 
+// v67: the mul-hi form of the grid's mapping must be v66's exactly wherever the launcher takes it (fused_mulhi_applies),
+// and the division it replaces exact up to that bound.
+TEST_CASE("fused step grid (v67): the mul-hi mapping equals v66's divisions wherever it applies", "[kernels]") {
+  using namespace replayssm::kern;
+  for (int B : {1, 2, 3, 16, 255, 256, 257, 512, 4096}) {
+    for (int F = 1; F <= B; F = F < 4 ? F + 1 : F * 2 + 1) {
+      for (int spread : {0, 25, 50, 75, 90, 100}) {
+        const int k = fused_stride_rule(B, F, spread);
+        INFO("B " << B << " F " << F << " spread " << spread << " stride " << k);
+        REQUIRE(fused_mulhi_applies(B + F, k));
+        const unsigned m = fused_mul_rule(k);
+        int mismatches = 0;
+        for (int y = 0; y < B + F; ++y) {
+          const int q = fused_flush_index_mulhi(y, F, k, m);
+          const int want = fused_flush_row(y, F, k) ? y / k : -1;
+          mismatches += q != want;
+          if (want < 0) mismatches += fused_step_seq_mulhi(y, F, k, m) != fused_step_seq(y, F, k);
+        }
+        CHECK(mismatches == 0);
+      }
+    }
+  }
+  // the division alone, at the edge of the bound: x k < 2^31 for every x the kernel divides (x <= rows + k - 2)
+  int bad = 0, checked = 0;
+  for (long long k = 1; k < (1LL << 20); k = k < 64 ? k + 1 : k * 3 + 1) {
+    const unsigned m = fused_mul_rule(int(k));
+    const long long xmax = ((1LL << 31) - 1) / k;  // the largest x with x k < 2^31
+    for (long long x : {0LL, 1LL, k - 1, k, k + 1, 2 * k - 1, xmax / 2, xmax - k, xmax - 1, xmax}) {
+      if (x < 0 || x > xmax) continue;
+      ++checked;
+      bad += fused_div_mulhi(unsigned(x), m) != unsigned(x / k);
+      const long long r = x - x % k + k - 1;  // the last x of its quotient
+      if (r <= xmax) bad += fused_div_mulhi(unsigned(r), m) != unsigned(r / k);
+    }
+  }
+  CHECK(checked > 500);
+  CHECK(bad == 0);
+  CHECK_FALSE(fused_mulhi_applies(60000, 40000));  // (rows + k) k >= 2^31: mode 2 takes v66's kernel there
+  CHECK_FALSE(fused_mulhi_applies(0, 1));
+  CHECK(fused_mulhi_applies(65536 + 4096, 1));
+}
+
 TEST_CASE("fused step grid (v66): its environment knobs", "[kernels]") {
   using namespace replayssm::kern;
   const SavedEnv fused("REPLAYSSM_STEP_FUSED"), spread("REPLAYSSM_FUSED_SPREAD");
@@ -377,6 +419,10 @@ TEST_CASE("fused step grid (v66): its environment knobs", "[kernels]") {
   setenv("REPLAYSSM_STEP_FUSED", "0", 1);
   CHECK(step_fused_env() == 0);
   setenv("REPLAYSSM_STEP_FUSED", "1", 1);
+  CHECK(step_fused_env() == 1);
+  setenv("REPLAYSSM_STEP_FUSED", "2", 1);  // v67's mul-hi form
+  CHECK(step_fused_env() == 2);
+  setenv("REPLAYSSM_STEP_FUSED", "3", 1);
   CHECK(step_fused_env() == 1);
   setenv("REPLAYSSM_FUSED_SPREAD", "150", 1);
   CHECK(fused_spread_env() == 100);
