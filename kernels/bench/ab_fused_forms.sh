@@ -18,8 +18,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 t0=$SECONDS; step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$S"; }
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   for f in ${TEST_MODES:-1 2}; do
-    step "test_cuda_kernels [real-head] REPLAYSSM_STEP_FUSED=$f"
-    REPLAYSSM_STEP_FUSED=$f "$B/test_cuda_kernels" "[real-head]" > "$O/t$f.log" 2>&1
+    step "test_cuda_kernels [real-head],[real-head-batch] REPLAYSSM_STEP_FUSED=$f"
+    REPLAYSSM_STEP_FUSED=$f "$B/test_cuda_kernels" "[real-head],[real-head-batch]" > "$O/t$f.log" 2>&1
     echo "rc=$? $(grep -h 'test cases' "$O/t$f.log" | tail -1)" | tee -a "$S"
   done
 fi

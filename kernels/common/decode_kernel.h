@@ -131,10 +131,11 @@ inline bool flush_fold_allowed_env() { return flush_fold_env() && (lean_paths_en
 // environment sets the start value; REPLAYSSM_FUSED_SPREAD (percent, default 75) where its flush rows end in the grid
 // (A/B knobs of one binary). Results are bit-identical.
 // v67, mode 2 (opt-in, GDN only, not yet timed): the same grid with the row's role and sequence from two mul-hi's of
-// KParams::fused_mul instead of three integer divisions (fused_mul_rule), so that the sequence index is uniform across
+// KParams::fused_mul instead of two integer divisions (fused_mul_rule), so that the sequence index is uniform across
 // the CTA and stays in uniform registers; ptxas then spills 8 B per thread in the step path instead of 20 B (v66: ncu
 // 52 MB of local stores and ~19 MB more DRAM writes than the two kernels, PERF_NOTES twenty-seventh pass). Where the
-// mul-hi's would not be exact (fused_mulhi_applies: (B + F + k) k >= 2^32, batches of ~65000 sequences) mode 2 runs mode 1's kernel.
+// mul-hi's would not be exact (fused_mulhi_applies: (B + F + k) k >= 2^31; at spread 75 from B = 40450 with one
+// flushing sequence, never with three or more) mode 2 runs mode 1's kernel.
 inline constexpr int kFusedSpread = 75;  // measured (B = 256, 512): 75 and 90 equal, 50 ~1% slower for GDN
 void set_fast_step_fused(int mode);  // 0, 1 or 2 (other values: 1)
 int fast_step_fused();

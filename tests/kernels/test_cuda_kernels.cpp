@@ -223,8 +223,8 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
           expect_mulhi = expect_mulhi || (kern::flush_fold_allowed_env() && real && has_step_flush(cases[i]) &&
                                           m.format == formats::FormatId::fp32 && m.arch == Arch::gdn &&
                                           !(m.split() && m.usource != USource::lp));
-        } else {
-          other_mulhi_launches += kern::fast_step_mulhi_launches(false);
+        } else if (kern::fast_step_fused() != 2) {  // a layout on the default (-1) runs mode 2 under
+          other_mulhi_launches += kern::fast_step_mulhi_launches(false);  // REPLAYSSM_STEP_FUSED=2
         }
         slices_used[li] = std::max(slices_used[li], kern::fast_flush_slices_used(false));
         const CheckRow re = check_vs_emulation(m, cases[i], in, e, g);
@@ -284,6 +284,15 @@ Shape overflow_shape(Arch a) {
   return s;
 }
 
+// The real head dims at batch 4: the fused step grid's layouts then map rows with a stride above 1 (split-fused-hint1:
+// one flush row, k = 3, so that v67's mul-hi's divide by something), which batch 1 never does (k = 1; review of v67).
+Shape batch_head_shape(Arch a) {
+  Shape s = real_head_shape(a);
+  s.name += ", batch 4";
+  s.dims.B = 4;
+  return s;
+}
+
 // The small shape at K = 32: FP32 rows of 128 bytes take the non-flush ring's swizzle (head_ring_byte, v22), as E4M3
 // rows do at K = 128; no other test shape has them (review of v22).
 Shape k32_shape(Arch a) {
@@ -302,9 +311,9 @@ TEST_CASE("CUDA ReplaySSM kernels at K = 32 (128-byte FP32 ring rows), quick cas
       check(k32_shape(a), sanitize_cases(), true, pol);
 }
 
-// One shard = (arch, policy[, u source]); each shard has eight test cases: the awkward cases (small shape, every
+// One shard = (arch, policy[, u source]); each shard has nine test cases: the awkward cases (small shape, every
 // format) in four case groups, the quick [sanitize] cases, the real shape at batch 1, the real head dims at 4 heads
-// and the two-sequence early flush at the real head dims (main formats). The tags
+// (batch 1 and batch 4) and the two-sequence early flush at the real head dims (main formats). The tags
 // name arch, policy, u source and group, so `"[awkward][gdn][replay-split]"` or `"[sanitize][mamba2]"` pick a subset.
 #define REPLAYSSM_AWKWARD_GROUP(ARCH, ARCH_NAME, ARCH_TAG, POLICY, POLICY_NAME, POLICY_TAGS, U, GROUP, GROUP_TAGS)     \
   TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: every mode on the awkward " GROUP " cases (small shape)",     \
@@ -333,6 +342,11 @@ TEST_CASE("CUDA ReplaySSM kernels at K = 32 (128-byte FP32 ring rows), quick cas
             "[gpu][real-head][" ARCH_TAG "]" POLICY_TAGS) {                                                           \
     (void)gpu();                                                                                                     \
     check(real_head_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U, "", true);                            \
+  }                                                                                                                  \
+  TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels at the real head dims, 4 heads, batch 4, main formats",      \
+            "[gpu][real-head-batch][" ARCH_TAG "]" POLICY_TAGS) {                                                     \
+    (void)gpu();                                                                                                     \
+    check(batch_head_shape(ARCH), cases_for(16, 8, false, 24), true, POLICY, U, "", true);                           \
   }                                                                                                                  \
   TEST_CASE("CUDA " ARCH_NAME " " POLICY_NAME " kernels: two sequences flush early in one op, real head dims",      \
             "[gpu][overflow][" ARCH_TAG "]" POLICY_TAGS) {                                                            \
