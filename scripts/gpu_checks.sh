@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU correctness check of issues 4 and 10 in one device call on the lent H200:
+# Every GPU correctness check in one device call on the lent H200:
 #   test_cuda_kernels and test_formats_gpu, `replayssm validate --backend all --shapes all`, then compute-sanitizer:
 #   all four tools over the [sanitize] cases and test_formats_gpu (SAN_FULL=1: memcheck and racecheck over every GPU
 #   test case too), as parallel processes, one per tool x test case, spread over the visible GPUs. Processes on one
@@ -18,6 +18,7 @@ bin=$(cd "${1:?usage: scripts/gpu_checks.sh BIN_DIR [OUT_DIR]}" && pwd)
 out=${2:-out/gpu_checks}
 mkdir -p "$out"
 export REPLAYSSM_DATASETS=$PWD/datasets
+export REPLAYSSM_REQUIRE_GPU=1  # on the GPU machine a missing device or a CUDA error fails the tests
 san_limit=${SAN_LIMIT_S:-420}
 summary=$out/summary.txt
 : > "$summary"
@@ -59,7 +60,7 @@ sanitize() {
 export -f sanitize
 
 pids=()
-# datasets/capture_hf.py end to end where torch + transformers exist (the GPU machine has both): issue 9
+# datasets/capture_hf.py end to end where torch + transformers exist (the GPU machine has both)
 if [[ ${SKIP_CAPTURE:-0} != 1 ]] && python3 -c "import torch, transformers, h5py" 2>/dev/null; then
   ( start=$SECONDS; python3 tests/external/capture_hf_test.py "$bin/replayssm" > "$out/capture_hf.log" 2>&1; rc=$?
     echo "capture_hf_test.py (torch $(python3 -c 'import torch; print(torch.__version__)'), transformers" \
@@ -102,14 +103,14 @@ if [[ ${SKIP_SANITIZERS:-0} != 1 ]]; then
   [[ ${SAN_FULL:-0} == 1 ]] && sets="awkward real real-head sanitize formats"
   want() { [[ " $tools " == *" $1 "* ]] && [[ -z ${SAN_ARCH:-} || $2 == "${SAN_ARCH}" ]]; }
   add() {  # SAN_SKIP / SAN_ONLY: regexes over TOOL_LABEL (the log name) of jobs to leave out / to keep, e.g. to run
-    # only what an earlier call did not finish
+    # only what an earlier run did not finish
     [[ -n ${SAN_SKIP:-} && ${1}_$2 =~ $SAN_SKIP ]] && return
     [[ -n ${SAN_ONLY:-} && ! ${1}_$2 =~ $SAN_ONLY ]] && return
     jobs+=("$1 $2 $3 $4")
   }
   for tool in racecheck memcheck initcheck synccheck; do  # racecheck, the slowest, first; then sets in $sets order
     for set in $sets; do
-      # initcheck and synccheck run the quick cases only; the issue asks memcheck and racecheck of every GPU test.
+      # initcheck and synccheck run the quick cases only; memcheck and racecheck cover every GPU test.
       # racecheck runs the real head dims at 4 heads ([real-head]) in place of all 32 / 128 heads ([real], 8x / 32x
       # as long): a race is within one CTA, and the other heads' CTAs run the same code on other data.
       [[ $set != sanitize && ($tool == initcheck || $tool == synccheck) ]] && continue

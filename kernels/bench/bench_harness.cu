@@ -1,6 +1,6 @@
-// The CUDA timing harness of `replayssm bench` (see bench_harness.h). It times the kernels helper's decode
-// kernels through their launch interface (kernels/common/decode_kernel.h: launch_gdn / launch_mamba2 on device
-// pointers), so no adapter is needed: every launch below is the exact kernel the DecodeBackend runs.
+// The CUDA timing harness of `replayssm bench` (src/bench/bench_api.h). It times the decode kernels through their
+// launch interface (kernels/common/decode_kernel.h: plan_op / launch_planned on device pointers), so every launch
+// below is the exact kernel plan the DecodeBackend runs for the same op under the same plan override.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "emulation/decode_api.h"
-#include "kernels/bench/bench_harness.h"
+#include "bench/bench_api.h"
+#include "kernels/bench/bench_device.cuh"
+#include "kernels/bench/bench_model.h"
 #include "kernels/common/decode_kernel.h"
 
 namespace replayssm::kbench {
@@ -24,198 +26,6 @@ using emu::Arch;
 using emu::Policy;
 using emu::USource;
 
-void ck(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) throw std::runtime_error("cuda: " + what + ": " + cudaGetErrorString(e));
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Device helpers: fills (counter hash, no zeros), the copy kernel, a non-finite counter.
-
-__device__ inline std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
-__global__ void fill_uniform(float* p, std::size_t n, float lo, float hi, std::uint64_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t r = mix64(seed ^ (i * 0x9e3779b97f4a7c15ull));
-    const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-    p[i] = lo + (hi - lo) * u;
-  }
-}
-
-// 16-byte copy, four independent loads in flight per thread before the stores.
-__global__ void __launch_bounds__(256) copy_v4(const float4* __restrict__ src, float4* __restrict__ dst, std::size_t n4) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
-  for (; i + 3 * stride < n4; i += 4 * stride) {
-    const float4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-    dst[i] = a;
-    dst[i + stride] = b;
-    dst[i + 2 * stride] = c;
-    dst[i + 3 * stride] = d;
-  }
-  for (; i < n4; i += stride) dst[i] = src[i];
-}
-
-__global__ void count_nonfinite(const float* p, std::size_t n, unsigned long long* out) {
-  unsigned long long c = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    if (!isfinite(p[i])) ++c;
-  if (c) atomicAdd(out, c);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Host helpers.
-
-struct Arena {  // one cudaMalloc per state/input set, carved into 256-byte aligned pieces
-  std::uint8_t* base = nullptr;
-  std::size_t size = 0, used = 0;
-  Arena() = default;
-  Arena(const Arena&) = delete;
-  Arena& operator=(const Arena&) = delete;
-  Arena(Arena&& o) noexcept : base(o.base), size(o.size), used(o.used) { o.base = nullptr; }
-  ~Arena() { cudaFree(base); }
-  static std::size_t round(std::size_t b) { return (b + 255) / 256 * 256; }
-  void alloc(std::size_t bytes, const std::string& what) {
-    size = bytes;
-    ck(cudaMalloc(&base, bytes), "cudaMalloc " + std::to_string(bytes) + " B (" + what + ")");
-  }
-  template <class T>
-  T* take(std::size_t count) {
-    if (count == 0) return nullptr;
-    T* p = reinterpret_cast<T*>(base + used);
-    used += round(count * sizeof(T));
-    if (used > size) throw std::logic_error("bench arena overflow");
-    return p;
-  }
-};
-
-struct Shape {
-  Arch arch;
-  emu::Dims d;
-};
-
-enum class Op { decode, verify };
-
-struct Case {
-  Shape s;
-  int L = 16;
-  Variant v;
-  Op op = Op::decode;
-  int T = 1;
-};
-
-struct SetPtrs {
-  std::uint8_t *codes = nullptr, *scales = nullptr, *snap_codes = nullptr, *snap_scales = nullptr;
-  float *hp = nullptr, *ra = nullptr, *rbeta = nullptr, *rk = nullptr, *rw = nullptr, *rv = nullptr;
-  float *a = nullptr, *beta = nullptr, *v = nullptr, *k = nullptr, *q = nullptr, *skip = nullptr, *o = nullptr;
-};
-
-emu::Mode mode_of(const Case& c, int max_drafts) {
-  emu::Mode m;
-  m.arch = c.s.arch;
-  m.policy = c.v.policy;
-  m.usource = c.v.usource;
-  m.format = c.v.format.format;
-  m.scaling = c.v.format.scaling;
-  m.rounding = c.v.format.rounding;
-  m.L = c.L;
-  m.max_drafts = max_drafts;
-  return m;
-}
-
-struct Sizes {  // element / byte counts of one set
-  std::size_t heads, VK, code, scale, cap, snaps, BT, groups_tok;
-  bool split, replay, recompute, gdn;
-};
-
-std::size_t set_bytes(const Sizes& z, const emu::Dims& d) {
-  std::size_t b = 0;
-  b += Arena::round(z.heads * z.code) + Arena::round(z.heads * z.scale);
-  if (z.snaps) b += Arena::round(z.heads * z.snaps * z.code) + Arena::round(z.heads * z.snaps * z.scale);
-  if (z.split) b += Arena::round(z.heads * z.VK * 4);
-  if (z.replay) {
-    b += 2 * Arena::round(z.heads * z.cap * 4) + Arena::round(z.heads * z.cap * d.K * 4) +
-         Arena::round(z.heads * z.cap * d.V * 4);
-    if (z.recompute) b += Arena::round(z.heads * z.cap * d.V * 4);
-  }
-  const std::size_t tokH = z.BT * std::size_t(d.H), tokG = z.BT * std::size_t(d.G);
-  b += 2 * Arena::round(tokH * 4);                  // a, beta
-  b += 2 * Arena::round(tokH * d.V * 4);            // v, skip
-  b += 2 * Arena::round(tokG * d.K * 4);            // k, q
-  b += Arena::round(tokH * d.V * 4);                // o
-  return b;
-}
-
-// Bytes a set's graph step actually streams from DRAM (for the rotation count): state stores + records + tokens.
-std::size_t touched_bytes(const Sizes& z, const emu::Dims& d) {
-  std::size_t b = z.heads * (z.code + z.scale) * (1 + z.snaps);
-  if (z.split) b += z.heads * z.VK * 4;
-  if (z.replay) b += z.heads * z.cap * (std::size_t(d.K) + d.V + 2) * 4;
-  return b + z.BT * std::size_t(d.H) * d.V * 12;
-}
-
-// DESIGN section 6 byte model for one decode step / one verify of T drafts, whole batch. state_out gets the state
-// (checkpoint / snapshot) part alone: the bytes an op must move, a lower bound of the kernels' traffic. A record's k
-// counts once per group (session 20, v53; DESIGN counts K per head-state), as the token's k and q per (sequence,
-// group): every head of a group holds its group's k_t, so one copy per group is all an op must read and write. The
-// kernels read one copy per group in the grouped verify (v12) and the step (v53) but GDN's 8-bit one; the flushes and
-// GDN's 8-bit step read their own head's copy, and each head writes its own: above this model. (The bench's random
-// records differ per head: timing only, its outputs are not checked.)
-double model_bytes(const Case& c, const emu::StoreLayout& lay, double* state_out) {
-  const emu::Dims& d = c.s.d;
-  const bool gdn = c.s.arch == Arch::gdn;
-  const double heads = double(d.heads());
-  const double Sf = double(lay.code_bytes + lay.scale_bytes);  // the F store of one head
-  const double E4 = 4.0 * d.V * d.K;                          // one FP32 head state
-  const bool split = c.v.policy == Policy::replay_split, replay = c.v.policy != Policy::conventional_shared;
-  const bool recompute = gdn && split && c.v.usource == USource::recompute;
-  const double kg = double(d.K) * d.G / d.H;                                // a record's k per head: once per group
-  const double rec = 4.0 * (kg + d.V + 2) + (recompute ? 4.0 * d.V : 0.0);  // one record (a, beta, k, w [, v])
-  const double recr = 4.0 * (kg + d.V + 1);                                 // what a replay output reads of one
-  const int T = c.op == Op::verify ? c.T : 1;
-  // tokens: per head a (+ beta), v (+ skip), output; per (sequence, group) k and q
-  const double tok_head = 4.0 * ((gdn ? 2 : 1) + d.V * (gdn ? 1 : 2) + d.V);
-  const double tok = T * (heads * tok_head + double(d.B) * d.G * 2.0 * 4.0 * d.K);
-  double state = 0, records = 0;
-  const double L = c.L;
-  if (!replay) {
-    state = Sf * (1 + T);  // read + write (decode), read + T snapshots (verify)
-  } else if (c.op == Op::verify) {
-    state = Sf + ((gdn && split && c.v.usource == USource::hp) ? E4 : 0.0);
-    records = recr * (L - 1) / 2 + T * rec;  // n uniform in 0..L-1 read, T appended
-  } else {
-    // non-flush (n = 0..L-2): output copy (+ HP for GDN u=hp), n records read, one appended
-    const double nf_state = Sf + ((gdn && split && c.v.usource == USource::hp) ? E4 : 0.0);
-    const double nf_rec = recr * (L - 2) / 2 + rec;
-    // flush (n = L-1): recurrence checkpoint read (+ LP copy for GDN u from LP / recompute), L-1 records read,
-    // one appended; checkpoint written (split: HP and LP)
-    double f_state;
-    if (!split)
-      f_state = 2 * Sf;
-    else
-      f_state = E4 + ((gdn && c.v.usource != USource::hp) ? Sf : 0.0) + E4 + Sf;
-    const double f_rec = recr * (L - 1) + (recompute ? 4.0 * d.V * (L - 1) : 0.0) + rec;
-    state = ((L - 1) * nf_state + f_state) / L;
-    records = ((L - 1) * nf_rec + f_rec) / L;
-  }
-  *state_out = heads * state;
-  return heads * (state + records) + tok;
-}
-
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * double(v.size() - 1);
-  const std::size_t i = std::size_t(pos);
-  const double f = pos - double(i);
-  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
-}
-
 struct Runner {
   const Config& cfg;
   Result& res;
@@ -224,8 +34,9 @@ struct Runner {
   int max_drafts = 8;
   unsigned long long* d_count = nullptr;
   std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
+  kern::PlanOverride plan_override_;  // the run's (Config::plan with REPLAYSSM_PLAN)
 
-  Runner(const Config& c, Result& r) : cfg(c), res(r) {
+  Runner(const Config& c, Result& r) : cfg(c), res(r), plan_override_(kern::resolve_plan_override(c.plan)) {
     ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     ck(cudaEventCreate(&e0), "event");
     ck(cudaEventCreate(&e1), "event");
@@ -433,7 +244,7 @@ struct Runner {
       for (int b = 0; b < d.B; ++b) {
         const int n = (b + s) % c.L;
         hn[std::size_t(s) * d.B + b] = n;
-        if (n + 1 >= c.L) ++flushes, ++step_flushes[std::size_t(s)];
+        if (emu::step_fills_window(n, c.L)) ++flushes, ++step_flushes[std::size_t(s)];
       }
     Arena ctl;
     ctl.alloc(Arena::round(hn.size() * 4) + 2 * Arena::round(std::size_t(d.B) * 4), "control");
@@ -462,23 +273,19 @@ struct Runner {
       p.early_hint = 0;  // steady state: no buffer overflows
       return p;
     };
-    // v55: the step kernel's form for this case (restored after it): 2 for a tc row; an exact row never runs form 2
-    // (REPLAYSSM_STEP_FORM=2 in the environment), other forms it keeps (A/B of form 0). The tensor-core launches are
-    // counted, so that a row labelled "tc" is known to have run the form.
-    struct FormScope {
-      int old;
-      explicit FormScope(bool tc) : old(kern::fast_step_form()) {
-        if (tc) kern::set_fast_step_form(2);
-        else if (old == 2) kern::set_fast_step_form(1);
-      }
-      ~FormScope() { kern::set_fast_step_form(old); }
-    } form_scope(c.v.tc_dots);
-    kern::fast_step_tc_launches(true);
-    kern::fast_verify_tc_launches(true);
+    // The plan override of this row: the run's, with the tensor-core row dots for a tc row and never for an exact
+    // one. A row labelled "tc" is checked to have planned that form.
+    kern::PlanOverride ovr = plan_override_;
+    ovr.tc_dots = c.v.tc_dots;
+    bool tc_ran = false;
+    std::vector<std::string> plans;
     auto launch = [&](int s) {
       const kern::KParams p = params(s);
-      const int e = gdn ? kern::launch_gdn(m.format, p, stream) : kern::launch_mamba2(m.format, p, stream);
-      ck(cudaError_t(e), "decode launch");
+      const kern::LaunchPlan plan = kern::plan_op(c.s.arch, m.format, p, ovr);
+      tc_ran = tc_ran || plan.tc_dots;
+      const std::string text = kern::to_string(plan);
+      if (std::find(plans.begin(), plans.end(), text) == plans.end()) plans.push_back(text);
+      ck(cudaError_t(kern::launch_planned(c.s.arch, m.format, p, plan, stream)), "decode launch");
     };
     // one plain launch first (sets the kernel's shared-memory attribute outside capture, catches launch errors)
     launch(0);
@@ -539,8 +346,8 @@ struct Runner {
     row.flush_fraction = (z.replay && c.op == Op::decode) ? double(flushes) / (double(S) * d.B) : 0.0;
     row.nonfinite = long(bad);
     row.dots = c.v.tc_dots ? "tc" : "exact";
-    const long tc_ran = c.op == Op::verify ? kern::fast_verify_tc_launches(false) : kern::fast_step_tc_launches(false);
-    if (c.v.tc_dots && tc_ran == 0) note += "tensor-core form did not run; ";
+    if (c.v.tc_dots && !tc_ran) note += "tensor-core form did not run; ";
+    for (const std::string& pl : plans) row.plan += (row.plan.empty() ? "" : " | ") + pl;
     row.note = note + (bad ? "NON-FINITE OUTPUTS" : "");
     if (!row.note.empty() && row.note.back() == ' ') row.note.resize(row.note.size() - 2);
     res.rows.push_back(row);

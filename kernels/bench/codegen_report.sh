@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What ptxas made of the tuned kernels, without a GPU (v10a, v12a and v12c were slower because ptxas spilled): per
+# What ptxas made of the tuned kernels, without a GPU (a kernel that spills registers to local memory runs slower): per
 # kernel instantiation of kernels/{gdn,mamba2}/*_fast.cu the registers, stack frame and spill bytes, and an md5 of each
 # kernel's SASS, so that a refactor can be checked to leave the generated code unchanged before any device time.
 # Usage (repository root, nvcc on PATH): bash kernels/bench/codegen_report.sh [OUT_DIR] [cuobjdump]

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# One device call of a kernel A/B (issue 5, v10+): correctness of the new binaries first, then the issue's B=256, L=16
-# table for the old and the new binaries alternately in the same run (ratios and run-to-run spread within one call),
-# an ncu source profile of the new replay kernel, and memcheck over the quick GPU cases of the new binaries.
+# One device call of a kernel A/B: correctness of the new binaries first, then the B=256, L=16 bench table for the
+# old and the new binaries alternately in the same run (ratios and run-to-run spread within one call), an ncu source
+# profile of the new replay kernel, and memcheck over the quick GPU cases of the new binaries.
 # Usage on the device (repository root): bash kernels/bench/run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]
 #   what: checks bench ncu memcheck (default: all four; memcheck: the quick cases, the real head dims and
 #   test_formats_gpu). AB_SPEC_T (default 1,8): the verify draft counts of the table. Writes under out/ab; where $OUT
 #   is set (the device tool, which returns only a few files) summary.txt and one tar of everything into $OUT.
+#   AB_BATCH (default 256): the batch sizes of the table.
 set -uo pipefail
-export REPLAYSSM_DATASETS=$PWD/datasets
+export REPLAYSSM_DATASETS=$PWD/datasets REPLAYSSM_BENCH_TARGETS=$PWD/kernels/bench/targets.ini
 : "${1:?usage: run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]}" "${2:?usage: run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]}"
 A=$(cd "$1" && pwd) || exit 2
 B=$(cd "$2" && pwd) || exit 2
@@ -20,7 +21,7 @@ S=$O/summary.txt
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a "$S"
 t0=$SECONDS
 step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$S"; }
-table=(--arch all --batch 256 --L 16 --formats fp32,fp8_e4m3:row --spec-T "${AB_SPEC_T:-1,8}" --min-reps 3 --case-ms "${CASE_MS:-100}")
+table=(--arch all --batch "${AB_BATCH:-256}" --L 16 --formats fp32,fp8_e4m3:row --spec-T "${AB_SPEC_T:-1,8}" --min-reps 3 --case-ms "${CASE_MS:-100}")
 for w in $what; do
   case $w in
     checks)
@@ -33,20 +34,21 @@ for w in $what; do
       "$B/replayssm" validate --arch all --backend all --shapes all > "$O/validate.log" 2>&1
       echo "rc=$? $(tail -1 "$O/validate.log")" | tee -a "$S" ;;
     bench)
-      # AB_EXTRA="name:VAR=value[,VAR=value] ..." adds variants of the new binary run with that environment, in both
-      # rounds (e.g. AB_EXTRA="h1:REPLAYSSM_GROUP_HEADS=1": the same binary with a CTA per head).
+      # AB_EXTRA="name:PLAN ..." adds variants of the new binary run with REPLAYSSM_PLAN=PLAN, in both rounds (e.g.
+      # AB_EXTRA="h1:heads=1 split:layout=split,slices=2": the same binary with a CTA per head, and with the split
+      # layout's two kernels at two row slices per flush CTA; `replayssm bench --list-plans` shows the plans).
       vs=(old new)
       for x in ${AB_EXTRA:-}; do vs+=("$x"); done
       vs+=(old2 new2)
       for x in ${AB_EXTRA:-}; do vs+=("${x%%:*}2:${x#*:}"); done
       for spec in "${vs[@]}"; do
         v=${spec%%:*}
-        envs=()
-        [[ $spec == *:* ]] && IFS=, read -ra envs <<< "${spec#*:}"
+        plan=
+        [[ $spec == *:* ]] && plan=${spec#*:}
         bin=$B
         [[ $v == old* ]] && bin=$A
-        step "bench $v ${envs[*]}"
-        env "${envs[@]}" "$bin/replayssm" bench "${table[@]}" --out "$O/bench_$v.h5" --csv "$O/bench_$v.csv" \
+        step "bench $v${plan:+ REPLAYSSM_PLAN=$plan}"
+        REPLAYSSM_PLAN=$plan "$bin/replayssm" bench "${table[@]}" --out "$O/bench_$v.h5" --csv "$O/bench_$v.csv" \
           > "$O/bench_$v.log" 2>&1 || echo "rc=$?" | tee -a "$S"
         grep -E "^(gdn|mamba2) .*(decode|verify)" "$O/bench_$v.log" | awk -v v=$v '{print v, $1, $4, $5, $6, $7}' >> "$O/medians.txt"
       done ;;

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# One device call for a kernel release (issue 5): the GPU tests, validate, the shipped bench samples
-# (experiments/samples/bench_h200_*), then compute-sanitizer memcheck and racecheck of each tuned layout's real-head
-# cases in parallel, until the deadline. Usage on the device (repository root): bash kernels/bench/run_release_checks.sh
-# BIN_DIR [LIMIT_S (default 565)]; REL_RC_LAYOUT=combined|split|group (default group): the layout racecheck runs.
-# Writes out/fin (summary.txt, logs, bench .h5/.csv, sanitizer summaries) and, where
-# $OUT is set, out/fin as one tar into $OUT.
+# One device call for a kernel release: the GPU tests, validate, the bench runs that make the committed samples
+# (experiments/samples/bench_h200_*: copy them there from out/fin), then compute-sanitizer memcheck and racecheck of
+# each tuned layout's real-head cases in parallel, until the deadline. Usage on the device (repository root):
+#   bash kernels/bench/run_release_checks.sh BIN_DIR [LIMIT_S (default 565)]
+# REL_RC_LAYOUT=combined|split|group (default group): the test binary's layout (REPLAYSSM_TEST_LAYOUT) that the
+# second racecheck job runs. Writes out/fin (summary.txt, logs, bench .h5/.csv, sanitizer summaries) and, where $OUT
+# is set, out/fin as one tar into $OUT.
 set -uo pipefail
 bin=$(cd "${1:?usage: run_release_checks.sh BIN_DIR [LIMIT_S]}" && pwd) || exit 2
 limit=${2:-565}
-export REPLAYSSM_DATASETS=$PWD/datasets
+export REPLAYSSM_DATASETS=$PWD/datasets REPLAYSSM_BENCH_TARGETS=$PWD/kernels/bench/targets.ini
+unset REPLAYSSM_PLAN  # the shipped plans
 F=out/fin S=out/fin/summary.txt
 rm -rf "$F" && mkdir -p "$F"
 t0=$SECONDS
@@ -30,9 +32,8 @@ b bench_h200_L8_L32 --L 8,32 --batch 256,1 --formats fp32 --policies conventiona
 L=$(( limit - (SECONDS - t0) - 25 ))
 log "sanitizers, deadline $L s"
 # One process per (tool, layout, test case), in parallel on the GPU: each tuned layout's real-head cases (the fused
-# step grid, v66, and its mul-hi form, v67; the split layout's two kernels with the folded flush, v62; the grouped verify, v61's dots in
-# [verify-drafts]). Session 26 ran this list in ~170 s on one H200 (kernels/sanitizer_runs/2026-12-04_h200_v66_s26.txt);
-# the whole [sanitize] and [real-head] sets (scripts/gpu_checks.sh) outlast one call.
+# FP32 step grid, the split layout's two kernels with the folded flush, the grouped verify in [verify-drafts]). This
+# list takes ~170 s on one H200; the whole [sanitize] and [real-head] sets (scripts/gpu_checks.sh) outlast one call.
 san() {  # tool layout filter name
   REPLAYSSM_TEST_LAYOUT=$2 timeout "$L" compute-sanitizer --tool "$1" --error-exitcode 99 "$bin/test_cuda_kernels" "$3" \
     -r compact -s > "$F/san_$4.log" 2>&1
@@ -43,7 +44,6 @@ san() {  # tool layout filter name
 san memcheck split-fused-hint1 "[real-head][gdn][replay-shared]" mc_fused_gdn &
 san memcheck split-fused-hint1 "[real-head][mamba2][replay-shared]" mc_fused_m2 &
 san racecheck split-fused "[real-head][gdn][replay-shared]" rc_fused_gdn &
-san memcheck split-fused-mulhi-hint1 "[real-head][gdn][replay-shared]" mc_mulhi_gdn &  # v67 (opt-in)
 san memcheck split "[real-head][gdn][replay-shared]" mc_split_gdn &
 san memcheck split "[real-head][gdn][replay-split][u-lp]" mc_split_gdn_lp &
 san memcheck split "[real-head][mamba2][replay-split]" mc_split_m2 &

@@ -1,17 +1,18 @@
 // The CUDA DecodeBackend: owns the device stores (same layout as the emulation's), uploads each op's inputs,
 // launches kernels/{gdn,mamba2} and keeps the per-sequence window length and token count on the host (the host
-// decides early flushes and accepts, exactly as the emulation does).
+// decides early flushes and accepts, exactly as the emulation does). Each op's kernels follow the launch plan
+// (kernels/launch_plan.h) under the backend's plan override; launch_plans() lists the plans that ran.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "emulation/device_backend.h"
+#include "emulation/flush_rule.h"
 #include "kernels/common/decode_kernel.h"
-#include "kernels/cuda_backend.h"
 
 namespace replayssm::kern {
 namespace {
@@ -49,7 +50,7 @@ struct DevBuf {
 
 class CudaBackend final : public emu::DecodeBackend {
  public:
-  explicit CudaBackend(std::string dev) : dev_(std::move(dev)) {}
+  CudaBackend(std::string dev, PlanOverride o) : dev_(std::move(dev)), override_(std::move(o)) {}
   std::string name() const override { return "cuda"; }
   std::string device() const override { return dev_; }
 
@@ -90,24 +91,21 @@ class CudaBackend final : public emu::DecodeBackend {
     tok_.assign(std::size_t(d.B), 0);
     pendingT_ = 0;
     flushes_ = 0;
+    plans_.clear();
     inited_ = true;
   }
 
   void step(const emu::TokenBatch& in, float* o) override {
     require(in, 1, "step");
     std::vector<int> early(std::size_t(d_.B), 0);
-    for (int b = 0; b < d_.B; ++b) early[std::size_t(b)] = m_.replay() && n_[std::size_t(b)] + 1 > m_.capacity();
+    for (int b = 0; b < d_.B; ++b) early[std::size_t(b)] = m_.replay() && emu::flushes_early(n_[std::size_t(b)], 1, m_.capacity());
     launch(Op::step, in, early, o, std::size_t(d_.B) * d_.H * d_.V);
     for (int b = 0; b < d_.B; ++b) {
       const std::size_t i = std::size_t(b);
       if (m_.replay()) {
         if (early[i]) n_[i] = 0, ++flushes_;
-        if (n_[i] + 1 >= m_.L) {
-          n_[i] = 0;
-          ++flushes_;
-        } else {
-          ++n_[i];
-        }
+        if (emu::step_fills_window(n_[i], m_.L)) ++flushes_;
+        n_[i] = emu::window_after_step(n_[i], m_.L);
       }
       ++tok_[i];
     }
@@ -117,7 +115,7 @@ class CudaBackend final : public emu::DecodeBackend {
     require(in, in.T, "verify");
     if (in.T > m_.max_drafts) throw std::invalid_argument("verify: T exceeds max_drafts");
     std::vector<int> early(std::size_t(d_.B), 0);
-    for (int b = 0; b < d_.B; ++b) early[std::size_t(b)] = m_.replay() && n_[std::size_t(b)] + in.T > m_.capacity();
+    for (int b = 0; b < d_.B; ++b) early[std::size_t(b)] = m_.replay() && emu::flushes_early(n_[std::size_t(b)], in.T, m_.capacity());
     launch(Op::verify, in, early, o, std::size_t(d_.B) * in.T * d_.H * d_.V);
     for (int b = 0; b < d_.B; ++b)
       if (early[std::size_t(b)]) n_[std::size_t(b)] = 0, ++flushes_;
@@ -172,6 +170,7 @@ class CudaBackend final : public emu::DecodeBackend {
     scales_.download(s.data(), s.size());
   }
   long flushes() const override { return flushes_; }
+  std::vector<std::string> launch_plans() const override { return plans_; }
 
  private:
   void require(const emu::TokenBatch& in, int T, const char* what) const {
@@ -201,15 +200,18 @@ class CudaBackend final : public emu::DecodeBackend {
     if (m_.replay()) {  // what the kernels' op_flushes sees, for the tuned flush kernel's grid
       int count = 0, early_count = 0;
       for (int b = 0; b < d_.B; ++b) {
-        count += early[std::size_t(b)] != 0 || (p.op != Op::verify && n_[std::size_t(b)] + 1 >= p.L);
+        count += early[std::size_t(b)] != 0 || (p.op != Op::verify && emu::step_fills_window(n_[std::size_t(b)], p.L));
         early_count += early[std::size_t(b)] != 0;
       }
       p.early_hint = early_count;
-      const int hint = fast_flush_hint();
-      p.flush_hint = count > 0 && (hint > 0 || hint == -1) ? hint : count;  // never 0 where some flush
+      const int hint = override_.hint;  // the plan override's claim, never 0 where some sequence flushes
+      p.flush_hint = count > 0 && (hint > 0 || hint == kUnknownHint) ? hint : count;
     }
-    const int e = m_.arch == emu::Arch::gdn ? launch_gdn(m_.format, p, nullptr) : launch_mamba2(m_.format, p, nullptr);
-    ck(cudaError_t(e), "launch");
+    const LaunchPlan plan = plan_op(m_.arch, m_.format, p, override_);
+    const std::string text = std::string(p.op == Op::step ? "step: " : p.op == Op::verify ? "verify: " : "state: ") +
+                             to_string(plan);
+    if (std::find(plans_.begin(), plans_.end(), text) == plans_.end()) plans_.push_back(text);
+    ck(cudaError_t(launch_planned(m_.arch, m_.format, p, plan, nullptr)), "launch");
     ck(cudaDeviceSynchronize(), "kernel");
   }
 
@@ -231,6 +233,8 @@ class CudaBackend final : public emu::DecodeBackend {
   }
 
   std::string dev_;
+  PlanOverride override_;
+  std::vector<std::string> plans_;
   emu::Dims d_;
   emu::Mode m_;
   emu::StoreLayout lay_;
@@ -243,119 +247,14 @@ class CudaBackend final : public emu::DecodeBackend {
   bool inited_ = false;
 };
 
-std::atomic<int>& group_heads_cap() {
-  static std::atomic<int> v{[] {
-    const char* e = std::getenv("REPLAYSSM_GROUP_HEADS");
-    return (e && *e) ? std::max(0, std::atoi(e)) : 0;
-  }()};
-  return v;
-}
-
-std::atomic<int> g_flush_hint{kExactFlushHint};
-std::atomic<int>& kernel_split_mode() {
-  static std::atomic<int> v{[] {
-    const char* e = std::getenv("REPLAYSSM_KERNEL_SPLIT");
-    if (!e || !*e || std::string(e) == "auto" || std::atoi(e) < 0) return -1;
-    return std::atoi(e) != 0 ? 1 : 0;
-  }()};
-  return v;
-}
-
 }  // namespace
 
-void set_fast_kernel_split(int v) { kernel_split_mode().store(v < 0 ? -1 : (v != 0 ? 1 : 0)); }
-int fast_kernel_split() { return kernel_split_mode().load(); }
-void set_fast_flush_hint(int n) { g_flush_hint.store(n > 0 || n == -1 ? n : kExactFlushHint); }
-namespace {
-// The tests' launch counters (decode_kernel.h): read, or read and reset.
-std::atomic<long> g_split_launches{0}, g_step_kernel_launches{0}, g_verify_kernel_launches{0},
-    g_flush_fold_launches{0}, g_step_fixed_launches{0};
-std::atomic<int>& step_fixed_mode() {
-  static std::atomic<int> v{[] {
-    const char* e = std::getenv("REPLAYSSM_STEP_FIXED");
-    return (e && *e && std::atoi(e) == 0) ? 0 : 1;
-  }()};
-  return v;
-}
-long take(std::atomic<long>& counter, bool reset) { return reset ? counter.exchange(0) : counter.load(); }
-}  // namespace
-long fast_split_launches(bool reset) { return take(g_split_launches, reset); }
-void note_split_launch() { ++g_split_launches; }
-long fast_step_kernel_launches(bool reset) { return take(g_step_kernel_launches, reset); }
-void note_step_kernel_launch() { ++g_step_kernel_launches; }
-long fast_verify_kernel_launches(bool reset) { return take(g_verify_kernel_launches, reset); }
-void note_verify_kernel_launch() { ++g_verify_kernel_launches; }
-long fast_flush_fold_launches(bool reset) { return take(g_flush_fold_launches, reset); }
-void note_flush_fold_launch() { ++g_flush_fold_launches; }
-namespace {
-std::atomic<int>& step_form_mode() {
-  static std::atomic<int> v{[] {
-    const char* e = std::getenv("REPLAYSSM_STEP_FORM");
-    if (!e || !*e) return 1;
-    const int f = std::atoi(e);
-    return f == 0 || f == 2 ? f : 1;
-  }()};
-  return v;
-}
-std::atomic<long> g_step_tc_launches{0};
-std::atomic<long> g_verify_tc_launches{0};
-}  // namespace
-int fast_step_form() { return step_form_mode().load(); }
-void set_fast_step_form(int form) { step_form_mode().store(form == 0 || form == 2 ? form : 1); }
-long fast_step_tc_launches(bool reset) { return take(g_step_tc_launches, reset); }
-void note_step_tc_launch() { ++g_step_tc_launches; }
-long fast_verify_tc_launches(bool reset) { return take(g_verify_tc_launches, reset); }
-void note_verify_tc_launch() { ++g_verify_tc_launches; }
-void set_fast_step_fixed(int on) { step_fixed_mode().store(on != 0 ? 1 : 0); }
-int fast_step_fixed() { return step_fixed_mode().load(); }
-long fast_step_fixed_launches(bool reset) { return take(g_step_fixed_launches, reset); }
-void note_step_fixed_launch() { ++g_step_fixed_launches; }
-int fast_flush_hint() { return g_flush_hint.load(); }
-namespace {
-std::atomic<int>& step_fused_mode() {
-  static std::atomic<int> v{step_fused_env()};
-  return v;
-}
-std::atomic<long> g_step_fused_launches{0};
-std::atomic<long> g_step_mulhi_launches{0};
-}  // namespace
-void set_fast_step_fused(int mode) { step_fused_mode().store(mode == 0 || mode == 2 ? mode : 1); }
-int fast_step_fused() { return step_fused_mode().load(); }
-long fast_step_fused_launches(bool reset) { return take(g_step_fused_launches, reset); }
-void note_step_fused_launch() { ++g_step_fused_launches; }
-long fast_step_mulhi_launches(bool reset) { return take(g_step_mulhi_launches, reset); }
-void note_step_mulhi_launch() { ++g_step_mulhi_launches; }
-namespace {
-std::atomic<int>& flush_slices_mode() {
-  static std::atomic<int> v{[] {
-    const char* e = std::getenv("REPLAYSSM_FLUSH_SLICES");
-    return (e && *e) ? std::max(0, std::atoi(e)) : 0;
-  }()};
-  return v;
-}
-std::atomic<int> g_flush_slices_used{0};
-}  // namespace
-void set_fast_flush_slices(int n) { flush_slices_mode().store(std::max(0, n)); }
-int fast_flush_slices() { return flush_slices_mode().load(); }
-int fast_flush_slices_used(bool reset) { return reset ? g_flush_slices_used.exchange(0) : g_flush_slices_used.load(); }
-void note_flush_slices_used(int n) {
-  int cur = g_flush_slices_used.load();
-  while (n > cur && !g_flush_slices_used.compare_exchange_weak(cur, n)) {
-  }
-}
-void set_fast_group_heads(int n) { group_heads_cap().store(std::max(0, n)); }
-int fast_group_heads() { return group_heads_cap().load(); }
-namespace {
-std::atomic<int> g_group_heads_used{0};
-}  // namespace
-int fast_group_heads_used(bool reset) { return reset ? g_group_heads_used.exchange(0) : g_group_heads_used.load(); }
-void note_group_heads_used(int n) {
-  int cur = g_group_heads_used.load();
-  while (n > cur && !g_group_heads_used.compare_exchange_weak(cur, n)) {
-  }
-}
+}  // namespace replayssm::kern
 
-std::unique_ptr<emu::DecodeBackend> make_cuda_backend(std::string* why_not) {
+namespace replayssm::emu {
+
+std::unique_ptr<DecodeBackend> make_cuda_backend(const DeviceBackendOptions& o, std::string* why_not) {
+  kern::PlanOverride plan = kern::resolve_plan_override(o.plan);  // a bad override throws, device or not
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -368,8 +267,9 @@ std::unique_ptr<emu::DecodeBackend> make_cuda_backend(std::string* why_not) {
     if (why_not) *why_not = "no CUDA device (cudaGetDeviceProperties failed)";
     return nullptr;
   }
-  return std::make_unique<CudaBackend>(std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-                                       std::to_string(prop.minor) + ")");
+  return std::make_unique<kern::CudaBackend>(std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                                                 std::to_string(prop.minor) + ")",
+                                             std::move(plan));
 }
 
-}  // namespace replayssm::kern
+}  // namespace replayssm::emu

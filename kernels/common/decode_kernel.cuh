@@ -5,7 +5,7 @@
 // formula is the emulation's (decode_math.h), so the CUDA result equals the emulation's bit for bit.
 // Codecs: unscaled formats (fp32, bf16, fp16) encode/decode in parallel, element by element; scaled formats call the
 // shared StateCodec::encode_state / decode_state from one thread (correct and identical; the obvious target of
-// tuning, issue 5).
+// tuning).
 #include <cuda_runtime.h>
 
 #include "emulation/decode_math.h"
@@ -236,7 +236,7 @@ struct HeadCtx {
     if (p.op == Op::step) {
       append(n, 0, false);
       const int m = n + 1;
-      if (m >= p.L) {
+      if (emu::step_fills_window(n, p.L)) {
         flush_window(m, 0, true);
       } else {
         load_out();

@@ -1,6 +1,6 @@
 #pragma once
 // Asynchronous copies into shared memory that replay_head and replay_group share: cp.async groups (sm_80+) and bulk
-// copies completing on an mbarrier (sm_90). Part of fast_kernel.cuh (moved out of fast_replay_head.cuh, v46).
+// copies completing on an mbarrier (sm_90). Part of fast_kernel.cuh.
 #include <cstdint>
 
 namespace replayssm::kern::fast {
@@ -10,9 +10,9 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// v33: the step kernel's window records by bulk copies (one thread issues each head's k and w records as one copy
-// each) completing on a shared-memory mbarrier, instead of a cp.async per 16 bytes from every warp (the v32 profile:
-// the window's staging loops were ~13% of Mamba-2's FP8 step instructions).
+// The step kernel's window records by bulk copies (one thread issues each head's k and w records as one copy each)
+// completing on a shared-memory mbarrier, instead of a cp.async per 16 bytes from every warp (staged by cp.async, the
+// window's loops were ~13% of Mamba-2's FP8 step instructions).
 __device__ __forceinline__ unsigned smem_addr(const void* s) {
   return static_cast<unsigned>(__cvta_generic_to_shared(s));
 }

@@ -1,7 +1,7 @@
 #pragma once
-// The folded step flush (replay_lean's kFold; kernels/PERF_NOTES.md, eighteenth pass): v42 the policy, scaling and
-// rounding as constants with the 4 rows of a warp sharing their trees, amax reduction and scale divisions; v43 u and
-// the coefficient rows once per row of the CTA before the slices. Part of fast_kernel.cuh, included by
+// The folded step flush (replay_lean's kFold; kernels/PERF_NOTES.md): the policy, scaling and rounding as constants
+// with the 4 rows of a warp sharing their trees, amax reduction and scale divisions, and u and the coefficient rows
+// once per row of the CTA before the slices. Part of fast_kernel.cuh, included by
 // fast_replay_lean.cuh.
 #include "kernels/common/fast_rows.cuh"
 
@@ -61,11 +61,11 @@ __device__ __forceinline__ void encode_rows4(const F4 (&x)[kRPW], std::uint8_t* 
   }
 }
 
-// v43: the folded step flush's per-row work before the slices, once per CTA instead of once per warp and slice.
+// The folded step flush's per-row work before the slices, once per CTA instead of once per warp and slice.
 // 1. GDN: S_c k_t of each row (the LP rows decoded, bfly_sum4's trees: the bits of dot4's bfly_sum) times total, into
 //    the appended record's w slot, slice by slice (raw0: slice 0's rows, loaded with the window). Loading every
-//    slice's rows at once spilled and measured slower (+4%), and so did requesting the later rows into L2 at the
-//    flush's start (PERF_NOTES, eighteenth pass).
+//    slice's rows at once spills and measures slower (+4%), and so does requesting the later rows into L2 at the
+//    flush's start (kernels/PERF_NOTES.md).
 // 2. One thread per row: GDN's u (emu::window_sum over the n old records in order, emu::gdn_u) into that slot and the
 //    record (Mamba-2's appended w = v was staged there), then the coefficient rows: w_j[r] becomes G_j w_j[r] for every
 //    j <= n (the multiplication the generic body makes per warp and slice), so the slices only run the FFMA chains.

@@ -1,6 +1,6 @@
 #pragma once
-// replay_head's ring stages (v6, v22, v23, v40): their byte layout (also the host's shared-memory sizes) and the row
-// dots of one stage (stage_row_dots), moved unchanged out of fast_replay_head.cuh. Part of fast_kernel.cuh.
+// replay_head's ring stages: their byte layout (also the host's shared-memory sizes) and the row dots of one stage
+// (stage_row_dots). Part of fast_kernel.cuh.
 #include <cstdint>
 
 #include "kernels/common/fast_replay_lean.cuh"
@@ -19,15 +19,15 @@ template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp, int K) {  // one ring stage: 4 rows
   return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * head_nsc<C>(p, K) + 15) / 16 * 16;
 }
-// kStep's form (v32): the scales per row as a constant. Not called by head_stage_bytes on purpose: routing it through
-// this helper moved ptxas's allocation of the group kernels (v32's first form: 12 / 24 -> 16 / 44 B of spills).
+// kStep's form: the scales per row as a constant. Not called by head_stage_bytes on purpose: routing it through this
+// helper moves ptxas's allocation of the group kernels (12 / 24 -> 16 / 44 B of spills).
 template <class C>
 __host__ __device__ constexpr int head_stage_bytes_nsc(bool u_hp, int K, int nsc) {
   return 4 * (K * C::kBits / 8) + (u_hp ? 16 * K : 0) + (16 * nsc + 15) / 16 * 16;
 }
 template <class C>
 __host__ __device__ inline int head_stage_bytes(const KParams& p, bool u_hp) { return head_stage_bytes<C>(p, u_hp, p.K); }
-// v22: where ring rows are 128 B (E4M3 at K = 128; also FP32 at K = 32), byte b of row i is stored at chunk
+// Where ring rows are 128 B (E4M3 at K = 128; also FP32 at K = 32), byte b of row i is stored at chunk
 // (b / 16) ^ 2 i of the row, so that stage_row_dots' 4-byte E4M3 loads of one column of virtual lanes (lanes 8 i + j,
 // rows 128 B apart) hit 32 distinct banks instead of 4-way conflicts (16-byte loads: no conflict either way). Writer
 // ring_copy_codes, reader stage_row_dots; replay_group's ring is not swizzled. RB: bytes per row.
@@ -45,13 +45,13 @@ __device__ __forceinline__ void ring_copy_codes(std::uint8_t* st, const std::uin
   for (int c = lane; c < RB / 4; c += 32) cp_async16(st + 16 * c, src + 16 * c);
 }
 // One ring stage (the warp's 4 rows: codes, HP rows for u=hp, scales) -> S_c q_t, S_c k_t (canonical trees) of drafts
-// t < nd into sDq / sDk [t][R] (the warp's first row). v22: one row per 8 lanes, lane 8 ri + rj holding the tree's
-// virtual lanes v = rj + 8 m (elements 4 v .. 4 v + 3) of row ri: bfly_sum_row8 gives bfly_sum4's sums in half the
-// shuffles and without its selects, a row's scale is loaded once (row scaling), and E4M3 words decode without the NaN
-// test (the values only feed dots). sKn: the staged k of draft 0 (sK + n K). v6-v21: 4 rows per lane (bfly_sum4).
-// v23: kND > 0 (the step: nd = kND = 1) and kRowScale (scaled<C>(p) and row scaling) are compile-time where the
-// caller knows them, so that the draft loop and the scaling selects fold (replay_head's kAll loop).
-// kPlain (v40): the stage's rows unswizzled (head_step_kernel's checkpoint, staged by a bulk copy).
+// t < nd into sDq / sDk [t][R] (the warp's first row). One row per 8 lanes, lane 8 ri + rj holding the tree's
+// virtual lanes v = rj + 8 m (elements 4 v .. 4 v + 3) of row ri: bfly_sum_row8 gives the sums of bfly_sum4 (4 rows
+// per lane) in half the shuffles and without its selects, a row's scale is loaded once (row scaling), and E4M3 words
+// decode without the NaN test (the values only feed dots). sKn: the staged k of draft 0 (sK + n K).
+// kND > 0 (the step: nd = kND = 1) and kRowScale (scaled<C>(p) and row scaling) are compile-time where the caller
+// knows them, so that the draft loop and the scaling selects fold (replay_head's kAll loop).
+// kPlain: the stage's rows unswizzled (head_step_kernel's checkpoint, staged by a bulk copy).
 template <class C, bool kGdn, bool kHp, int kND = 0, bool kRowScale = false, bool kPlain = false>
 __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint8_t* st, int RB, int oHP, int oSC,
                                                int nsc, int K, int lane, const float* sQ, const float* sKn, int nd_rt,
@@ -81,7 +81,7 @@ __device__ __forceinline__ void stage_row_dots(const KParams& p, const std::uint
         w.c[0] = *reinterpret_cast<const std::uint32_t*>(row + (kPlain ? 4 * v : head_ring_byte(RB, ri, 4 * v)));
       }
       w.s = !sc ? 1.0f : sc_row ? s_row : scs[m];  // block scaling: virtual lane v's block is v / 8 = m
-      // u=hp too: v10's four-code integer decode spilled there (u=hp kept the per-code one until v22), this one not
+      // u=hp too: the four-code integer decode (e4m3_decode4_scaled) spills there, this arithmetic one does not
       if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)
         formats::hw_e4m3_decode4_scaled_arith(w.c[0], w.s, S[m].x);
       else

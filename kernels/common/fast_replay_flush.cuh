@@ -39,7 +39,7 @@ __device__ __noinline__ void replay_flush(const KParams& p, float* sm, const Cta
   const int nd = verify ? p.T : 1;                         // records appended by this op
   const int m0 = early ? 0 : n;                             // records of the window before the op's tokens
   const int start = early ? n : 0;                          // smem index of the window's first record
-  const bool mat_out = !verify && !early && n + 1 >= p.L;   // step flush (with output)
+  const bool mat_out = !verify && !early && emu::step_fills_window(n, p.L);   // step flush (with output)
   const bool need_mat = early || mat_out;
   const int mm = early ? n : n + 1;                         // records materialised (smem records 0..mm-1)
   const bool draft_u = kGdn && !(mat_out && recompute);     // drafts compute u from the u-source checkpoint
@@ -150,7 +150,7 @@ __device__ __noinline__ void replay_flush(const KParams& p, float* sm, const Cta
       const F4 ya = act ? ld4(y + 4 * lane) : F4{{0, 0, 0, 0}};
       const float d = dot4(xa, ya, act);
       // The recompute table is written in place (dst aliases the gamma read above): every lane must have read it
-      // before lane 0 overwrites it (compute-sanitizer racecheck reported the read/write hazard without this).
+      // before lane 0 overwrites it (compute-sanitizer racecheck reports the read/write hazard without this).
       __syncwarp();
       if (lane == 0) *dst = formats::mul_rn(g, d);  // emu::window_coefs
     }

@@ -1,5 +1,5 @@
 #pragma once
-// The ReplaySSM non-flush op with one CTA per group of heads (v12). Part of fast_kernel.cuh.
+// The ReplaySSM non-flush op with one CTA per group of heads. Part of fast_kernel.cuh.
 #include "kernels/common/fast_replay_head.cuh"
 #include "kernels/common/fast_verify_rows_tc.cuh"
 
@@ -29,9 +29,9 @@ inline int group_plan(const KParams& p, KParams::HeadLayout* hl) {
   return f;
 }
 
-// v57: emu::window_sum (the same multiplication and FMAs in the same order: the emulation's bits) with its chain
-// unrolled by 4 (the verify kernel: its window sums were 18% of the tc form's instructions, half of them the loop's),
-// the m % 4 first records peeled off without a loop (a remainder loop after the blocks was 6%); w = w_0[r].
+// emu::window_sum (the same multiplication and FMAs in the same order: the emulation's bits) with its chain unrolled
+// by 4 (the verify kernel: rolled, its window sums are 18% of the tc form's instructions, half of them the loop's), the
+// m % 4 first records peeled off without a loop (a remainder loop after the blocks costs 6%); w = w_0[r].
 __device__ __forceinline__ float window_sum_u4(float total, float x, const float* coef, const float* w, int ws, int m) {
   float acc = __fmul_rn(total, x);
   const int j0 = m & 3;
@@ -48,22 +48,22 @@ __device__ __forceinline__ float window_sum_u4(float total, float x, const float
   return acc;
 }
 
-// v59: the verify kernel's window sums (4b) in phases, each chain still emu::window_sum's multiplication and FMAs in
-// its order (the emulation's bits): a chain over the window [0, m) is its prefix over the n old records, whose w rows
-// are staged, continued over the drafts' records n .. m - 1. v57 ran GDN's u chains of a row one draft after the other
-// on 128 of the 256 threads (draft t's window holds drafts 0 .. t - 1's u), then every (draft, row) output on its own.
+// The verify kernel's window sums (4b) in phases, each chain still emu::window_sum's multiplication and FMAs in its
+// order (the emulation's bits): a chain over the window [0, m) is its prefix over the n old records, whose w rows are
+// staged, continued over the drafts' records n .. m - 1. Unphased, GDN's u chains of a row run one draft after the
+// other on 128 of the 256 threads (draft t's window holds drafts 0 .. t - 1's u), then every (draft, row) output alone.
 // A. Every thread: the prefixes of its row r = tid % kV for drafts t0, t0 + kP, ... (t0 = tid / kV): the output's and
 //    (GDN) u's, all from one load of each old w_j[r]; GDN's u prefixes go to sDk (their own S_c k_t slots).
 // B. GDN, one thread per row: u of the drafts in order, each its prefix continued over the earlier drafts' u (held in
 //    registers), then emu::gdn_u; into sW and the records.
 // C. Every thread: its outputs, each its prefix continued over records n .. n + t.
-// kPhasedSums: where it runs (call 2 of the twenty-fourth pass): GDN -2..-13% (every T, both forms); Mamba-2 form 1
-// -2.4% from T = 6 (+0.5..+1.5% at T = 2, 3); Mamba-2 form 2 +3..+9% (more spills), which keeps v57's sums.
+// kPhasedSums: where it runs (measured: GDN -2..-13%, every T, both forms; Mamba-2 form 1 -2.4% from T = 6, but
+// +0.5..+1.5% at T = 2, 3); Mamba-2 form 2 measured +3..+9% (more spills), so it keeps the unphased sums.
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
-// kScatterDots (v61, the window dots by a warp per record): where it runs (twenty-fifth pass, call 1): GDN -0.6..-5.7%
-// (every T, both forms), Mamba-2 form 1 -1.6% at T = 8; Mamba-2 form 2 at T = 8 +3.5% (spills 8 -> 12 B), which keeps
-// v57-v60's warp per (draft, record) pair there and at T = 7 (not measured; its spills as T = 8's).
+// kScatterDots (the window dots by a warp per record): where it runs (measured: GDN -0.6..-5.7%, every T, both
+// forms; Mamba-2 form 1 -1.6% at T = 8); Mamba-2 form 2 at T = 8 measured +3.5% (spills 8 -> 12 B), so it keeps a warp
+// per (draft, record) pair there and at T = 7 (not measured; its spills as T = 8's).
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kScatterDots = kND > 0 && (kGdn || !kTc || kND < 7);
 template <bool kGdn, int kND, int kV>
@@ -74,7 +74,7 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
   static_assert(kThreads % kV == 0, "verify_window_sums: whole row sets of threads");
   constexpr int kP = kThreads / kV, kD = (kND + kP - 1) / kP;  // threads per row, drafts per thread
   const int r = tid % kV, t0 = tid / kV;                       // t0: warp-uniform
-  // v60: row r's stores as a base pointer and a draft stride (the index math per store was 4% of form 2's instructions)
+  // row r's stores as a base pointer and a draft stride (index math per store would be 4% of form 2's instructions)
   float* gw = p.rw + (hh * p.cap + n) * kV + r;  // the drafts' records: + t kV
   // A. A thread whose last draft t0 + kP (kD - 1) is past kND runs that chain on draft kND - 1's tables and drops it
   //    (its u prefix from sDq: sDk[kND - 1] is another thread's to overwrite).
@@ -138,15 +138,15 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
   }
 }
 
-// replay_group (v12): the CTA runs p.group_heads heads h0 .. h0 + group_heads - 1 of one key group (GDN: value heads of
+// replay_group: the CTA runs p.group_heads heads h0 .. h0 + group_heads - 1 of one key group (GDN: value heads of
 // one key head; Mamba-2: heads of one B/C group), in turn. They share the token k and q and every record's k: the k
 // records of a group's heads are copies of the same token keys (written by every path from the group's k), so the
 // canonical dots k_j . q_t and k_j . k_t have the same bits for each of them, and the emulation's coefficient is
 // mul_rn(G_j, dot) with only the decay G_j per head. The CTA stages k, q and builds the dots once; per head it stages
 // a, beta, w, v, skip, forms decays and coefficients (one multiplication each) and runs the head's rows; the ring
 // streams the rows of all its heads without a break (the next head's first groups fly during this head's window sums).
-// Runs in its own kernel instantiation (v12: replay_kernel<.., kGroup = true>; v13: replay_hot_kernel<.., true>).
-// kND (v39, group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time). kTc (v57, the
+// Runs in its own kernel instantiations (replay_hot_kernel<.., kGroup = true>; group_verify_kernel).
+// kND (group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time). kTc (the
 // verify kernel's form 2): the row dots on the tensor cores (fast_verify_rows_tc.cuh), two ring stages at a time.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, int kND = 0, bool kTc = false>  // kHp: GDN u=hp
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
@@ -189,8 +189,8 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   const int SB = head_stage_bytes<C>(p, u_hp, K);
   const int oHP = 4 * RB, oSC = 4 * RB + (u_hp ? 16 * K : 0);
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(sm + hl.ring) + warp * 2 * SB;
-  // The groups are issued in order gi = 0, 1, 2, ...: a cursor (head ci, group cg, stage cs), no division (v12: the
-  // division was 5% of the instructions).
+  // The groups are issued in order gi = 0, 1, 2, ...: a cursor (head ci, group cg, stage cs), no division (the
+  // division would be 5% of the instructions).
   int ci = 0, cg = 0, cs = 0;
   const int tc_slot0 = kTc ? tc_ring_slot(0, lane) : 0, tc_slot1 = kTc ? tc_ring_slot(1, lane) : 0;
   auto issue = [&]() {  // the warp's 4 rows of the cursor's group (rows r..r+3 are contiguous), then advance
@@ -258,7 +258,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
   cp_async_wait<1>();  // the window and group 0
   __syncthreads();
 
-  // 2. The dots k_j . q_t, k_j . k_t of the group, once per CTA (canonical trees: one warp per pair, or v61's warp per
+  // 2. The dots k_j . q_t, k_j . k_t of the group, once per CTA (canonical trees: one warp per pair, or a warp per
   //    record j for all drafts where kScatterDots).
   auto window_dot = [&](int t, int j) {
     const F4 xa = act ? ld4(sK + j * K + 4 * lane) : F4{{0, 0, 0, 0}};
@@ -274,10 +274,10 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     if (lane == 16 && has_u) sDotK[t * NR + j] = d;
   };
   if constexpr (kScatterDots<kGdn, kND, kTc>) {
-    // v61: a warp per record j against every draft's q_t (and GDN's k_{n+t}), all their trees in one reduce-scatter
+    // A warp per record j against every draft's q_t (and GDN's k_{n+t}), all their trees in one reduce-scatter
     // (bfly_sum_scatter: the canonical trees' bits); the dots a draft's window does not hold are formed and dropped.
-    // v57's warp per (draft, record) pair, each with its own 5-level tree and the k_j load, was ~15% of form 2's
-    // instructions (ncu, twenty-fourth pass).
+    // A warp per (draft, record) pair, each with its own 5-level tree and the k_j load, is ~15% of form 2's
+    // instructions (ncu).
     constexpr int kDots = kGdn ? 2 * kND : kND;
     constexpr int kN = kDots <= 2 ? 2 : kDots <= 4 ? 4 : kDots <= 8 ? 8 : kDots <= 16 ? 16 : 32;
     constexpr int kLanesPerDot = 32 / kN;
@@ -303,7 +303,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
         }
       }
     }
-  } else if constexpr (kND > 0) {  // v57: task = t W + j by a cursor, without the division (5% of form 2's instructions)
+  } else if constexpr (kND > 0) {  // task = t W + j by a cursor, without the division (5% of form 2's instructions)
     int t = 0, j = warp;
     for (; j >= W; j -= W) ++t;
     while (t < nd) {
@@ -317,7 +317,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     }
   }
 
-  // v57 (form 2): every head's k records now (they are the group's, in sK), then A's fragments replace sK and sQ, which
+  // form 2: every head's k records now (they are the group's, in sK), then A's fragments replace sK and sQ, which
   // nothing reads after the dots above
   float* sAf = sm + hl.K;
   TcVerifyA<kGdn> fa;  // form 2: A's fragments, the last block's in registers
@@ -376,10 +376,10 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     }
 
     // 4a. Row groups: the checkpoint rows of the stage -> S_c q_t, S_c k_t (canonical trees) into sDq / sDk [t][R].
-    //     v6-v37: 4 rows per lane (bfly_sum4; one row per 8 lanes, as replay_head's stage_row_dots since v22, was 4-10%
-    //     slower here: 4 loads of q_t, k_t per draft, spills in the draft loop). v38: 2 rows per lane, 2 virtual lanes
-    //     each (bfly_sum_halves): 2 loads per draft, the tree's level 16 inside the lane.
-    if constexpr (kTc) {  // v57: the warp's rows of groups g, g + 1 (both stages) as one n8 tile
+    //     2 rows per lane, 2 virtual lanes each (bfly_sum_halves): 2 loads per draft, the tree's level 16 inside the
+    //     lane. 4 rows per lane (bfly_sum4) or one row per 8 lanes (replay_head's stage_row_dots) measure 4-10% slower
+    //     here: 4 loads of q_t, k_t per draft, spills in the draft loop.
+    if constexpr (kTc) {  // the warp's rows of groups g, g + 1 (both stages) as one n8 tile
       for (int g = 0; g < nsplit; g += 2) {
         cp_async_wait<0>();  // groups i nsplit + g (stage 0: nsplit is even) and + 1 (stage 1)
         __syncwarp();
@@ -401,7 +401,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
         const std::uint8_t* st = ring + (gi & 1) * SB;
         float* sDq = sDq0 + hr;
         float* sDk = sDk0 + hr;
-        // v38: lane 16 h + i holds the tree's virtual lanes i and i + 16 (elements 4 i .. 4 i + 3 and 64 + 4 i ..) of
+        // lane 16 h + i holds the tree's virtual lanes i and i + 16 (elements 4 i .. 4 i + 3 and 64 + 4 i ..) of
         // rows 2 h and 2 h + 1, so that the tree's level 16 is one addition inside the lane (bfly_sum_halves)
         const int h2 = lane >> 4, li = lane & 15;
         const bool ac[2] = {4 * li < K, 64 + 4 * li < K};
@@ -429,7 +429,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
                                                                                           ? 0
                                                                                           : el / 32)]
                                  : 1.0f;
-              if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // v22: no NaN test (the values only feed dots)
+              if constexpr (C::kFormat == formats::FormatId::fp8_e4m3)  // no NaN test (the values only feed dots)
                 formats::hw_e4m3_decode4_scaled_arith(w.c[0], scaled<C>(p) ? w.s : 1.0f, S[e][c].x);
               else
                 S[e][c] = decode_raw<C>(p, w);
@@ -456,7 +456,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
             if (lane % 8 == 0) sDk[t * R + lane / 8] = dk;
           }
         };
-        if constexpr (kND > 0) {  // v39: the verify kernel's drafts unrolled
+        if constexpr (kND > 0) {  // the verify kernel's drafts unrolled
 #pragma unroll
           for (int t = 0; t < kND; ++t) draft(t);
         } else {
@@ -471,9 +471,9 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
 
     // 4b. Window sums: emu::window_sum over the staged records, the same function and order as the emulation. GDN
     //     first forms u of the drafts in order (the window of draft t + 1 holds draft t's record), then every (draft,
-    //     row) output is independent. One thread per row (v8; v6 ran them in every lane of the row's warp); v59: the
-    //     verify kernel's in phases on every thread (verify_window_sums), where kPhasedSums.
-    if constexpr (kPhasedSums<kGdn, kND, kTc>) {  // v59
+    //     row) output is independent. One thread per row (not every lane of the row's warp); the verify kernel's in
+    //     phases on every thread (verify_window_sums), where kPhasedSums.
+    if constexpr (kPhasedSums<kGdn, kND, kTc>) {
       static_assert(kV > 0, "replay_group: the verify kernel's window sums at the real dims");
       verify_window_sums<kGdn, kND, kV>(p, n, b, h, hh, R, NR, sTot, sDq0, sDk0, sCU, sCO, sW, sB, sVt, sSk, recompute,
                                          tid);
@@ -504,7 +504,7 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
       p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
     };
     constexpr int kVr = kV > 0 ? kV : 1;
-    if constexpr (kND > 0 && kV > 0 && kThreads % kVr == 0) {  // v57: rows tid % V, drafts tid / V + e kThreads / V
+    if constexpr (kND > 0 && kV > 0 && kThreads % kVr == 0) {  // rows tid % V, drafts tid / V + e kThreads / V
 #pragma unroll
       for (int t = tid / kVr; t < kND; t += kThreads / kVr) output(t, tid % kVr);
     } else {

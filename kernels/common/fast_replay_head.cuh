@@ -1,5 +1,5 @@
 #pragma once
-// The ReplaySSM non-flush op with one CTA per head (v6, v8, v9, v11). Part of fast_kernel.cuh.
+// The ReplaySSM non-flush op with one CTA per head. Part of fast_kernel.cuh.
 #include <type_traits>
 
 #include "kernels/common/fast_async_copy.cuh"
@@ -10,22 +10,22 @@
 
 namespace replayssm::kern::fast {
 
-// ---------------------------------------------------------------------------------------------------------- v6
-// replay_head: the non-flush op of a whole head in one CTA (PERF_NOTES, "third pass"). The window staging, the decay
+// -------------------------------------------------------------------------------------------------------------
+// replay_head: the non-flush op of a whole head in one CTA (kernels/PERF_NOTES.md). The window staging, the decay
 // table and the coefficient tables G_j (k_j . q_t), G_j (k_j . k_t) are built once per head instead of once per
 // 32-row CTA (GDN 4x, Mamba-2 2x); the 8 warps then loop over the head's 32-row groups (a warp owns rows
 // 32 g + 4 warp .. + 3 of group g: the same 4-row tiles as replay_lean, the same operations in the same order).
 // The checkpoint rows of a warp's next group fly while it computes the current one: a per-warp two-stage ring in
 // shared memory filled by cp.async (codes, scales, and the HP rows for split u=hp), warp-local waits only. In the
-// combined kernel the other CTAs of the head (same grid as v5) return at once; v13's replay_hot_kernel launches one CTA
-// per head. v28: a step with the whole checkpoint in flight from the start (kAllStages) runs its row dots before the
+// combined kernel the other CTAs of the head (replay_lean's grid) return at once; replay_hot_kernel launches one CTA
+// per head. A step with the whole checkpoint in flight from the start (kAllStages) runs its row dots before the
 // window lands (head_early). The ring stages' layout and row dots: fast_head_ring.cuh.
 // Records of the non-flush window: it never holds more than cap (the host flags n + T > cap as an early flush, and a
 // step flushes once n + 1 >= L, L <= cap), so its tables need no room for cap + T (the lean and flush paths' Smem
-// keep cap + T). v14: cap + T cost a residency step exactly where verify jumped (GDN T=4->5: 3->2 CTAs per SM;
+// keep cap + T). cap + T would cost a residency step exactly where verify jumps (GDN T=4->5: 3->2 CTAs per SM;
 // Mamba-2 T=2->3: 4->3).
-// A step (not verify) that does not flush has n + 1 < L, so its window holds at most L - 1 records (v19: at cap = 23
-// the GDN FP32 step's tables took 8 KB more, and the layout 3 CTAs per SM instead of 4).
+// A step (not verify) that does not flush has n + 1 < L, so its window holds at most L - 1 records (with cap records
+// at cap = 23 the GDN FP32 step's tables take 8 KB more, and the layout 3 CTAs per SM instead of 4).
 __host__ __device__ inline int head_records(const KParams& p) {
   return p.op == Op::verify ? p.cap : (p.L - 1 < p.cap ? p.L - 1 : p.cap);
 }
@@ -34,7 +34,7 @@ __host__ __device__ inline int head_records(const KParams& p) {
 __host__ __device__ inline int step_records(const KParams& p) { return p.L - 1 < p.cap ? p.L - 1 : p.cap; }
 // The ring's offset: ring_offset, kHeadRingMod, kGroupRingMod (replay_smem.h).
 
-// kReal (v17): the head dims of the real shapes, which the replay paths take as compile-time constants where the
+// kReal: the head dims of the real shapes, which the replay paths take as compile-time constants where the
 // launcher finds p.K, p.V equal to them (fast_kernel.cuh: real_dims).
 template <bool kGdn>
 inline constexpr int kRealK = 128;
@@ -42,10 +42,10 @@ template <bool kGdn>
 inline constexpr int kRealV = kGdn ? 128 : 64;  // Qwen3.5 GDN V = 128, Nemotron-H Mamba-2 P = 64
 template <bool kGdn>
 __host__ __device__ inline bool real_dims(const KParams& p) { return p.K == kRealK<kGdn> && p.V == kRealV<kGdn>; }
-// v23: ring stages per warp of replay_head. 8-bit codes at the real dims (not u=hp, whose HP rows are 4x the codes)
+// Ring stages per warp of replay_head. 8-bit codes at the real dims (not u=hp, whose HP rows are 4x the codes)
 // hold every row group of the warp at once (GDN 4 x 528 B, Mamba-2 2 x 528 B per warp): all of them are issued before
 // the window and the row loop runs without waits, refills or the ring's address arithmetic. Otherwise two stages,
-// refilled two groups ahead (v6). kAllStages must agree with replay_head's (kK, kV > 0 there iff real_dims here).
+// refilled two groups ahead. kAllStages must agree with replay_head's (kK, kV > 0 there iff real_dims here).
 template <class C, bool kHp, bool kReal>
 inline constexpr bool kAllStages = C::kBits == 8 && !kHp && kReal;
 template <class C, bool kGdn>
@@ -54,7 +54,7 @@ __host__ __device__ inline int head_ring_stages(const KParams& p, bool u_hp) {
   return C::kBits == 8 && !u_hp && real_dims<kGdn>(p) ? nsplit : 2;
 }
 
-// v28: where the whole checkpoint is in flight from the start (kAllStages), a step runs its row dots (S_c q_t, S_c k_t)
+// Where the whole checkpoint is in flight from the start (kAllStages), a step runs its row dots (S_c q_t, S_c k_t)
 // before the window lands: they need only the checkpoint and the token's q and k, which then sit in rows 0 and 1 of
 // the Q region (so its Smem has T >= 2), at places that do not depend on n. Must agree with replay_head's `early`.
 template <class C, bool kGdn>
@@ -63,7 +63,7 @@ __host__ __device__ inline bool head_early(const KParams& p, bool u_hp) {
 }
 __host__ __device__ inline int head_q_rows(const KParams& p, bool early) { return early && p.T < 2 ? 2 : p.T; }
 
-// Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs, as in v5).
+// Dynamic shared memory of replay_head in floats; 0 where it does not apply (then replay_lean runs).
 template <class C, bool kGdn>
 __host__ __device__ inline int head_smem_floats(const KParams& p) {
   const bool split = p.policy == emu::Policy::replay_split;
@@ -78,19 +78,20 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
   return f * 4 <= 160 * 1024 ? f : 0;
 }
 
-// kK, kV (v17): the head dims as constants where the launcher found them equal (0: p.K, p.V), so that ptxas folds
-// the lane masks, loop bounds and row offsets of the real shapes (kernels/PERF_NOTES.md, ninth pass).
-// kStep (v32, head_step_kernel): the launcher found a one-token step with 8-bit row-scaled (v35: or FP32) codes at the
-// real dims, not u=hp nor u=recompute; the draft count, the scaling's selects and the ring's stage layout then fold (the v31 profile:
-// Mamba-2's FP8 non-flush kernel issues ~1000 instructions per warp and head at IPC 3.5, of which ~6% re-derived the
-// scales per row from p.scaling and ~5% the shared-memory layout). v40 (kBulk: kStep with row-scaled 8-bit codes): the
+// kK, kV: the head dims as constants where the launcher found them equal (0: p.K, p.V), so that ptxas folds
+// the lane masks, loop bounds and row offsets of the real shapes (kernels/PERF_NOTES.md).
+// kStep (head_step_kernel): the launcher found a one-token step with 8-bit row-scaled (or FP32) codes at the real
+// dims, not u=hp nor u=recompute; the draft count, the scaling's selects and the ring's stage layout then fold (without
+// it, Mamba-2's FP8 non-flush kernel issues ~1000 instructions per warp and head at IPC 3.5, of which ~6% re-derive the
+// scales per row from p.scaling and ~5% the shared-memory layout). kBulk (kStep with row-scaled 8-bit codes): the
 // checkpoint's codes and scales come by two bulk copies from one thread on bar[1] ([V][RB] codes, then V scales, as in
 // global memory), not a cp.async per 16 bytes from every warp: GDN's step kernel -20% instructions; its rows sit
 // unswizzled (3-way bank conflicts on average, 22% of the shared-load wavefronts; the step is issue-bound, not
-// bandwidth-bound in shared memory). One copy per warp (each warp's rows contiguous, a barrier each) was slower.
-// kFused (kStep only; head_step_kernel's kForm): 1 (v46) the 8-bit row dots' trees of kStepRsChunk row groups reduced
-// together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: v40-v45's form.
-// kNR (v48, kStep only): the window's record count in the layout (step_records) as a constant, 0: from p.
+// bandwidth-bound in shared memory). One copy per warp (each warp's rows contiguous, a barrier each) measured slower.
+// kFused (kStep only; head_step_kernel's kForm): 1: the 8-bit row dots' trees of kStepRsChunk row groups reduced
+// together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: stage_row_dots
+// per row group and the separate u and output loops of 3b. 2: the tensor cores (fast_step_rows_tc.cuh).
+// kNR (kStep only): the window's record count in the layout (step_records) as a constant, 0: from p.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false, int kFused = 0,
           int kNR = 0>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
@@ -98,7 +99,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
                 "replay_head: kStep needs 8- or 32-bit codes at the real dims");
   static_assert(kFused == 0 || kStep, "replay_head: kFused is head_step_kernel's");
   constexpr bool kRowSc = kStep && C::kBlock != 0;  // kStep with 8-bit codes: row scaling (FP32: none)
-  constexpr bool kBulk = kRowSc;                     // v40: the checkpoint by bulk copies (comment above)
+  constexpr bool kBulk = kRowSc;                     // the checkpoint by bulk copies (comment above)
   static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h = cta.h, hh = b * p.H + h;
@@ -114,12 +115,12 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const int nd = kStep ? 1 : p.op == Op::verify ? p.T : 1;
   auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
 
-  // v28 (head_early): the step's row dots before the window lands; kAllStages as kAll below.
+  // head_early: the step's row dots before the window lands; kAllStages as kAll below.
   const bool early = kAllStages<C, kHp, (kK > 0 && kV > 0)> && (kStep || p.op != Op::verify);
   const int R = nsplit * kRows;
   static_assert(kNR == 0 || kStep, "replay_head: kNR is head_step_kernel's");
-  // v50: Mamba-2's 8-bit fused step writes its record fields from the last warp, which 3b leaves idle, and drops the
-  // barrier before 3b (Mamba-2 FP8 steps -2.0..-2.4%; GDN's 40-register kernel spilled with it, +30%).
+  // Mamba-2's 8-bit fused step writes its record fields from the last warp, which 3b leaves idle, and drops the
+  // barrier before 3b (Mamba-2 FP8 steps -2.0..-2.4%; GDN's 40-register kernel spills with it, +30%).
   constexpr bool kTail = kFused != 0 && !kGdn && kAllStages<C, kHp, (kK > 0 && kV > 0)>;
   const int nr = kStep ? (kNR > 0 ? kNR : step_records(p)) : head_records(p);
   const Smem L{nr, kStep ? (early ? 2 : 1) : head_q_rows(p, early), K, recompute, R, p.skip != nullptr, false};
@@ -137,7 +138,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* sGd = sm + L.oGd();
 
   // The ring: stage s of warp w at ring_offset(..) + (NS w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)]
-  // [4 x nsc scales]. kAll (v23, head_ring_stages): a stage per row group, all issued up front.
+  // [4 x nsc scales]. kAll (head_ring_stages): a stage per row group, all issued up front.
   constexpr bool kAll = kAllStages<C, kHp, (kK > 0 && kV > 0)>;
   const int NS = kAll ? nsplit : 2;
   const int RB = K * C::kBits / 8;
@@ -157,7 +158,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       const float* hs = ghp + std::size_t(r) * K;
       for (int c = lane; c < K; c += 32) cp_async16(st + oHP + 16 * c, hs + 4 * c);
     }
-    if constexpr (kRowSc) {  // v33: the 4 rows' scales are 16 contiguous, aligned bytes (row scaling: nsc = 1)
+    if constexpr (kRowSc) {  // the 4 rows' scales are 16 contiguous, aligned bytes (row scaling: nsc = 1)
       if (lane == 0) cp_async16(st + oSC, gsc + r);
     } else if (lane < 4 * nsc) {
       cp_async4(st + oSC + 4 * lane, gsc + std::size_t(r) * nsc + lane);
@@ -180,7 +181,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
 #pragma unroll
       for (int g = 0; g < nsplit; ++g) issue(g);
     }
-    if (early) {  // v28: the token's q and k (rows 0, 1 of the Q region) with the checkpoint, before n is needed
+    if (early) {  // the token's q and k (rows 0, 1 of the Q region) with the checkpoint, before n is needed
       const std::size_t o = (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
       if (act && warp == 0) cp_async16(sQ + 4 * lane, p.q + o);
       if (kGdn && act && warp == 1) cp_async16(sQ + K + 4 * lane, p.k + o);
@@ -189,8 +190,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   }
   {
     const float* ra = p.ra + std::size_t(hh) * p.cap;
-    // v53: FP32 codes: the group's first head's k records, as the step's bulk copy below (8-bit codes: the combined
-    // kernel spilled with it)
+    // FP32 codes: the group's first head's k records, as the step's bulk copy below (8-bit codes: the combined
+    // kernel spills with it)
     const float* rk = p.rk + std::size_t(kStep || C::kBits != 32 ? hh : group_head0(p, hh)) * p.cap * K + 4 * lane;
     const float* rw = p.rw + std::size_t(hh) * p.cap * V;
     const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
@@ -204,21 +205,21 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         else sB[tid] = 1.0f;
       }
     }
-    if constexpr (kStep) {  // v33: the n records' k and w rows as two bulk copies; the token's rows by cp.async
+    if constexpr (kStep) {  // the n records' k and w rows as two bulk copies; the token's rows by cp.async
       if (tid == 0) {
         const unsigned bk = unsigned(n) * K * 4, bw = unsigned(n) * V * 4;
         mbar_init_tx(bar, bk + bw);
         if (n > 0) {
-          // v53: the k records of the group's first head, which every head of the group holds (each appends its
-          // group's k_t; replay_group's staging relies on the same, v12), so that its sibling CTAs read them from L2;
-          // not GDN's 8-bit step, whose 40-register kernel spilled with it (64 / 76 B)
+          // the k records of the group's first head, which every head of the group holds (each appends its
+          // group's k_t; replay_group's staging relies on the same), so that its sibling CTAs read them from L2;
+          // not GDN's 8-bit step, whose 40-register kernel spills with it (64 / 76 B)
           const int hk = kGdn && C::kBits == 8 ? hh : group_head0(p, hh);
           bulk_copy(sK, p.rk + std::size_t(hk) * p.cap * K, bk, bar);
           bulk_copy(sW, rw, bw, bar);
         }
       }
       if (act && warp == kWarps - 1) cp_async16(sK + n * K + 4 * lane, tk);
-      if (!early && act && warp == kWarps - 3) cp_async16(sQ + 4 * lane, tq);  // v35 (FP32): q is not staged early
+      if (!early && act && warp == kWarps - 3) cp_async16(sQ + 4 * lane, tq);  // FP32: q is not staged early
       if (warp == kWarps - 2)
         for (int c4 = lane; c4 < V4; c4 += 32) {
           const int c = 4 * c4;
@@ -246,21 +247,21 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     }
     }  // !kStep
   }
-  if constexpr (kStep && !kAllStages<C, kHp, true>) __syncthreads();  // v35: the mbarrier's init before any wait
-  // 3a's kAll row loop (v23: the step's nd = 1 and row scaling as constants where they hold; v28: the step's runs
-  // before the window lands, verify's after, one instantiation each)
+  if constexpr (kStep && !kAllStages<C, kHp, true>) __syncthreads();  // the mbarrier's init before any wait
+  // 3a's kAll row loop (the step's nd = 1 and row scaling as constants where they hold; the step's runs before the
+  // window lands, verify's after, one instantiation each)
   auto rows = [&](auto nd_c, auto row_c, const float* sKn) {
-    float* dq = sm + L.oD();  // sDq0, sDk0 of 3a (declared there: declared here, they moved the FP32 paths' SASS)
+    float* dq = sm + L.oD();  // sDq0, sDk0 of 3a (declared there: declared here, they move the FP32 paths' SASS)
     float* dk = dq + nd * R;
-    if constexpr (kBulk && kFused == 2) {  // v55: the tensor cores (not the emulation's bits, fast_step_rows_tc.cuh)
+    if constexpr (kBulk && kFused == 2) {  // the tensor cores (not the emulation's bits, fast_step_rows_tc.cuh)
       // B's FP16 columns in shared memory that nothing uses before 3b: the row dots' region past dq, dk (the second
       // draft's [2R, 4R), 4 columns) and the second-draft v row (2 columns); the 2^-e factors in the coefficient
-      // table sCO, built after this. GDN only (the launcher; Mamba-2 ran slower in this form)
+      // table sCO, built after this. GDN only (the launcher; Mamba-2 measures slower in this form)
       static_assert(kGdn && kV == 2 * 64, "replay_head: form 2's B columns fill [2R, 4R) and one row of sVt");
       static_assert(C::kFormat == formats::FormatId::fp8_e4m3, "replay_head: form 2 decodes E4M3 codes");
       step_rows_tc<kV>(ck, reinterpret_cast<const __half*>(dq + 2 * R), reinterpret_cast<const __half*>(sVt + R),
                              sCO, dq, dk);  // B's columns: step_tc_build_b before the barrier below
-    } else if constexpr (kBulk && kFused != 0) {  // v46
+    } else if constexpr (kBulk && kFused != 0) {  // form 1
       step_rows_rs<C, kGdn, kK, kV, kV / kRows, kStepRsChunk>(ck, rr0, lane, sQ, sKn, dq, dk);
     } else {
 #pragma unroll
@@ -281,34 +282,34 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   using Gen = std::false_type;
   if constexpr (kAll) {
     cp_async_commit();
-    if (early) {  // v28: 3a for the step, while the window flies (every stage and q, k were the first group)
+    if (early) {  // 3a for the step, while the window flies (every stage and q, k were the first group)
       cp_async_wait<1>();
-      if constexpr (kBulk && kFused == 2)  // v56: B's columns of form 2 from each lane's own copies of q, k
+      if constexpr (kBulk && kFused == 2)  // B's columns of form 2 from each lane's own copies of q, k
         if (warp < 2)
           step_tc_build_b(warp == 0 ? sQ : sQ + K, reinterpret_cast<__half*>(sm + L.oD() + 2 * R),
                           reinterpret_cast<__half*>(sVt + R), sCO, warp, lane);
       __syncthreads();  // q, k were copied by warps 0 and 1 (form 2: and B's columns built from them)
-      if constexpr (kBulk) mbar_wait0(bar + 1);  // v40: the checkpoint (bar[1]'s init published by the barrier above)
+      if constexpr (kBulk) mbar_wait0(bar + 1);  // the checkpoint (bar[1]'s init published by the barrier above)
       if (kRowSc || (scaled<C>(p) && p.scaling == formats::Scaling::row)) rows(One{}, Row{}, sQ + K);
       else rows(One{}, Gen{}, sQ + K);
     }
     cp_async_wait<0>();  // the window and every group
-    if constexpr (kStep) mbar_wait0(bar);  // v33: the records' bulk copies
+    if constexpr (kStep) mbar_wait0(bar);  // the records' bulk copies
   } else {
     issue(0);
     cp_async_commit();
     issue(1);
     cp_async_commit();
     cp_async_wait<1>();  // the window and group 0
-    if constexpr (kStep) mbar_wait0(bar);  // v35: the records' bulk copies (init published by the barrier above)
+    if constexpr (kStep) mbar_wait0(bar);  // the records' bulk copies (init published by the barrier above)
   }
   __syncthreads();
 
-  // 2. Decays and coefficient tables, once per head (replay_lean step 3, unchanged).
+  // 2. Decays and coefficient tables, once per head (replay_lean's step 3).
   {
     const int W = n + nd;
     for (int x = tid; x < nd * W; x += kThreads) {
-      const int t = kStep ? 0 : x / W, j = x - t * W;  // v33: kStep's nd = 1, no division
+      const int t = kStep ? 0 : x / W, j = x - t * W;  // kStep's nd = 1, no division
       if (j > n + t) continue;
       float g = 1.0f;
 #pragma unroll 4
@@ -344,7 +345,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     float* wa = p.ra + std::size_t(hh) * p.cap;
     float* wb = p.rbeta + std::size_t(hh) * p.cap;
     float* wk = p.rk + std::size_t(hh) * p.cap * K;
-    if constexpr (kTail) {  // v50: one token; the last warp, which no row of 3b needs
+    if constexpr (kTail) {  // one token; the last warp, which no row of 3b needs
       static_assert(kV > 0 && kV <= (kWarps - 1) * 32, "replay_head: kTail's record warp must be free in 3b");
       if (warp == kWarps - 1) {
         if (lane == 0) wa[n] = sA[n], wb[n] = sB[n];
@@ -363,7 +364,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* sDq0 = sm + L.oD();
   float* sDk0 = sDq0 + nd * R;
   if constexpr (kAll) {  // every stage landed before the barrier above; nothing is refilled
-    if (!early) {  // verify (a step ran it above, v28), any draft count (v23-v26: T = 1 took the step's constant)
+    if (!early) {  // verify (a step ran it above), any draft count
       if (scaled<C>(p) && p.scaling == formats::Scaling::row) rows(Any{}, Row{}, sK + n * K);
       else rows(Any{}, Gen{}, sK + n * K);
     }
@@ -380,15 +381,15 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       cp_async_commit();
     }
   }
-  // v50 (kTail): the row dots ran before the window's barrier, and since then no thread wrote what 3b reads (the record
+  // kTail: the row dots ran before the window's barrier, and since then no thread wrote what 3b reads (the record
   // fields above only read shared memory): no barrier.
   if constexpr (!kTail) __syncthreads();
 
-  // 3b. Window sums, one thread per row (v8; v6 ran them in every lane of the row's warp): emu::window_sum over the
+  // 3b. Window sums, one thread per row (not every lane of the row's warp): emu::window_sum over the
   //     staged records, the same function and order as the emulation. GDN first forms u of the drafts in order (the
   //     window of draft t + 1 holds draft t's record), then every (draft, row) output is independent.
   float* gw = p.rw + std::size_t(hh) * p.cap * V;
-  if constexpr (kGdn && kFused != 0) {  // v46: nd = 1, V <= kThreads
+  if constexpr (kGdn && kFused != 0) {  // nd = 1, V <= kThreads
     static_assert(kV > 0 && kV <= kThreads, "replay_head: the fused window takes one thread per row");
     if (tid < V)
       step_window_fused(tid, n, sTot[0], sDq0[tid], sDk0[tid], sCU, sCO, sW, R, sB[n], sVt[tid],

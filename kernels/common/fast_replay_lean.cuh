@@ -1,6 +1,6 @@
 #pragma once
-// The ReplaySSM non-flush and step-flush paths with one CTA per 32 rows (v3-v5; still the step flush, and the
-// non-flush op where replay_head's shared memory does not fit). Part of fast_kernel.cuh.
+// The ReplaySSM non-flush and step-flush paths with one CTA per 32 rows (the step flush, and the non-flush op where
+// replay_head's shared memory does not fit). Part of fast_kernel.cuh.
 #include "kernels/common/fast_flush_fold.cuh"
 
 namespace replayssm::kern::fast {
@@ -26,13 +26,13 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // records in increasing j (emu::window_sum), the 4 rows interleaved. kFlush: the step that fills the window (u, then
 // materialise + output + HP row + encode of the warp's rows). Writes: the appended records (w = u for GDN, v for
 // Mamba-2; raw v for u=recompute; a, beta, k by CTA 0 of the head) and the outputs. Nothing else is stored.
-// kK, kV: the head dims as constants (replay_head's, v17), 0: p.K, p.V. v24: the step flush does cta.ns row slices
+// kK, kV: the head dims as constants (replay_head's), 0: p.K, p.V. The step flush does cta.ns row slices
 // (sp .. sp + ns - 1) after one staging of the window and one set of tables (the rows of all ns slices staged
 // side by side, RS = ns kRows per record); the non-flush path keeps one slice.
-// kFold (v42, the folded step flush: replay_flush_kernel's kFold, launcher flush_fold_applies): 1 replay-shared,
+// kFold (the folded step flush: replay_flush_kernel's kFold, launcher flush_fold_applies): 1 replay-shared,
 // 2 replay-split (GDN u=lp), at the real dims with row-scaled 8-bit codes rounded to nearest even, or FP32: the
 // policy, the scaling and the rounding are constants, and each warp's 4 rows share their dot trees (bfly_sum4), their
-// amax reduction and their scale divisions (encode_rows4) instead of one tree per row; v43: u and the coefficient rows
+// amax reduction and their scale divisions (encode_rows4) instead of one tree per row; u and the coefficient rows
 // G_j w_j[r] once per row of the CTA before the slices (flush_prep_folded). The same operations on the same operands in
 // the same order, so the same bits.
 template <class C, bool kGdn, bool kFlush, int kK = 0, int kV = 0, int kFold = 0>
@@ -172,15 +172,15 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
   if constexpr (kFlush) {
     // Per slice s: u of the appended record (GDN; emu::window_sum over the n old records), then materialise the
     // warp's rows: N = total S + sum_{j <= n} (G_j w_j[r]) k_j (emu::window_state_elem), output N q, HP row (split),
-    // encode. Slice 0's LP rows were loaded with the window, a later slice's at the top of its iteration (v24).
-    // kFold (v42-v43): u and the coefficient rows first, per row of the CTA (flush_prep_folded); the slices then need
+    // encode. Slice 0's LP rows were loaded with the window, a later slice's at the top of its iteration.
+    // kFold: u and the coefficient rows first, per row of the CTA (flush_prep_folded); the slices then need
     // the LP rows only where they are the state (replay-shared).
     if constexpr (kFold != 0)
       flush_prep_folded<C, kGdn, kK, kV>(p, raw, codes, scales, ns, r0, rr0, RS, sTot[0], n, sK, sB, sVt, sW, sGd, sCU,
                                          hh, tid, lane, act);
     for (int s = 0; s < ns; ++s) {
       // The slice loop keeps the smem loads in the loop: loop-invariant ones hoisted by the compiler stay live
-      // across slices (k_t, q_t, beta, v rows) and ptxas spilled (v24). o is 0, opaque to the compiler.
+      // across slices (k_t, q_t, beta, v rows) and ptxas spills. o is 0, opaque to the compiler.
       int o = 0;
       asm volatile("" : "+r"(o));
       const float* sKs = sK + o;
@@ -245,8 +245,8 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
       }
       if (lane == 0) st4(gw + std::size_t(n) * V, wn);
       const F4 qq = act ? ld4(sQs + 4 * lane) : F4{{0, 0, 0, 0}};
-      // The 4 rows advance together through the records (k_j and w_j loaded once for all four; v8 reloaded k_j per
-      // row); each element's chain is unchanged: total * S, then + (G_j w_j[r]) k_j[c] for j = 0..n in order.
+      // The 4 rows advance together through the records (k_j and w_j loaded once for all four, not per row); each
+      // element's chain is the emulation's: total * S, then + (G_j w_j[r]) k_j[c] for j = 0..n in order.
       F4 N[kRPW];
 #pragma unroll
       for (int i = 0; i < kRPW; ++i)

@@ -46,7 +46,7 @@ __device__ __forceinline__ float bfly_sum4(float p0, float p1, float p2, float p
   for (int off = 4; off > 0; off /= 2) k = __fadd_rn(k, __shfl_xor_sync(0xFFFFFFFFu, k, off));
   return k;
 }
-// One row per 8 lanes (v22): lane j of the row holds the tree's virtual lanes j, j + 8, j + 16, j + 24 (partials
+// One row per 8 lanes: lane j of the row holds the tree's virtual lanes j, j + 8, j + 16, j + 24 (partials
 // p0..p3).
 // bfly_sum's levels 16 and 8 add p_v + p_(v ^ 16), then that of v and of v ^ 8: here additions inside the lane; levels
 // 4, 2, 1 are shuffles among the row's 8 lanes. The same additions of the same operands, so the bits of bfly_sum, in 3
@@ -59,7 +59,7 @@ __device__ __forceinline__ float bfly_sum_row8(float p0, float p1, float p2, flo
 }
 // Two rows' tree levels kOff, kOff / 2, .., 1: lanes with bit kOff clear keep row a at level kOff, the others row b,
 // then every lane adds as bfly_sum. kOff = 16 (bfly_sum2): lane partials in, the sum of row lane / 16 out.
-// kOff = 8 (bfly_sum_halves, v38): lane 16 h + i holds s1 = p_i + p_(i+16) (the tree's level 16, added in the lane)
+// kOff = 8 (bfly_sum_halves): lane 16 h + i holds s1 = p_i + p_(i+16) (the tree's level 16, added in the lane)
 // of rows 2 h (a) and 2 h + 1 (b); the sum of row lane / 8 out, as bfly_sum4. The same additions of the same operands
 // as bfly_sum, so the same bits.
 template <int kOff>
@@ -73,7 +73,7 @@ __device__ __forceinline__ float bfly_sum_pair(float a, float b, int lane) {
   return k;
 }
 __device__ __forceinline__ float bfly_sum2(float p0, float p1, int lane) { return bfly_sum_pair<16>(p0, p1, lane); }
-// v61: the tree sums of N dots at once (bfly_sum4's reduce-scatter for any power of two N <= 32): at levels 16, 8, ..,
+// The tree sums of N dots at once (bfly_sum4's reduce-scatter for any power of two N <= 32): at levels 16, 8, ..,
 // 32 / N a lane keeps half of its dots (the upper half where its bit of that level is set) and adds the partner's
 // values of them; the levels below add as bfly_sum. Every level adds the two values the canonical tree adds, so each
 // dot has the bits of bfly_sum. Lane l returns dot l / (32 / N); v is overwritten.
@@ -159,7 +159,7 @@ __device__ __forceinline__ void store_codes(std::uint8_t* codes, std::size_t i, 
 
 // Element decode. E4M3: the magnitude's bits placed at FP32 bits 20..26 read as an FP32 number (a denormal for the
 // E4M3 subnormals) times 2^120 is exactly the E4M3 value (exponent bias 7 = 127 - 120); NaN codes return the
-// canonical NaN of formats::e4m3_decode. Checked equal to e4m3_decode for all 256 codes (PERF_NOTES, v3).
+// canonical NaN of formats::e4m3_decode. Checked equal to e4m3_decode for all 256 codes (kernels/PERF_NOTES.md).
 template <class C>
 __device__ __forceinline__ float decode_code(std::uint32_t c) {
   if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {
@@ -171,12 +171,12 @@ __device__ __forceinline__ float decode_code(std::uint32_t c) {
   }
 }
 
-// The key head (GDN) / group (Mamba-2) of head h: a shift where the launcher found H / G a power of two (v11: the two
-// integer divisions were 2-4% of the replay kernel's instructions).
+// The key head (GDN) / group (Mamba-2) of head h: a shift where the launcher found H / G a power of two (the two
+// integer divisions cost 2-4% of the replay kernel's instructions).
 __device__ __forceinline__ int group_of(const KParams& p, int h) {
   return p.group_shift >= 0 ? h >> p.group_shift : h / (p.H / p.G);
 }
-// v53: b H + h (hh) of the first head of head h's group where H / G is a power of two (it divides H, so the group's
+// b H + h (hh) of the first head of head h's group where H / G is a power of two (it divides H, so the group's
 // heads are hh's aligned block of 2^group_shift), else hh itself.
 __device__ __forceinline__ int group_head0(const KParams& p, int hh) {
   return p.group_shift >= 0 ? (hh >> p.group_shift) << p.group_shift : hh;
@@ -200,7 +200,7 @@ struct RawRow {
   std::uint32_t c[C::kBits == 32 ? 4 : (C::kBits == 16 ? 2 : 1)];
   float s;
 };
-// kRow (v42, the folded step flush): row scaling (8-bit codes) or none (FP32) known at compile time, K = kRow's value.
+// kRow (the folded step flush): row scaling (8-bit codes) or none (FP32) known at compile time, K = kRow's value.
 template <class C, int kRow = 0>
 __device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* codes, const std::uint8_t* scales, int r,
                                          int lane, RawRow<C>& w) {
@@ -217,16 +217,16 @@ __device__ __forceinline__ void load_raw(const KParams& p, const std::uint8_t* c
   if constexpr (kRow > 0) w.s = C::kBlock != 0 ? reinterpret_cast<const float*>(scales)[r] : 1.0f;
   else w.s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
 }
-// E4M3: four codes at once (v10: formats::e4m3_decode4_scaled; v20: its hardware form hw_e4m3_decode4_scaled,
-// hw_convert.cuh), NaN codes code by code (the codec's bits). Until v22 replay_head's u=hp rows took the per-code
-// decode (v10's registers made ptxas spill there, +29%, PERF_NOTES v10); since v22 the non-flush dots decode with
-// hw_e4m3_decode4_scaled_arith instead, and this one serves the flush paths (whose decoded values are stored).
+// E4M3: four codes at once (hw_e4m3_decode4_scaled, the hardware form of formats::e4m3_decode4_scaled;
+// hw_convert.cuh), NaN codes code by code (the codec's bits). This one serves the flush paths (whose decoded values are
+// stored); the non-flush dots decode with hw_e4m3_decode4_scaled_arith instead (no NaN test: the values only feed
+// dots).
 template <class C, bool kRow = false>  // kRow: load_raw's (row scaling or none known at compile time)
 __device__ __forceinline__ F4 decode_raw(const KParams& p, const RawRow<C>& w) {
-  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code
     F4 y;
     if (formats::hw_e4m3_decode4_scaled(w.c[0], (kRow ? C::kBlock != 0 : scaled<C>(p)) ? w.s : 1.0f, y.x))
-      return y;  // v20
+      return y;  // no NaN code: the hardware conversion, same bits
   }
   std::uint32_t c[4];
   if constexpr (C::kBits == 32) {
@@ -252,10 +252,10 @@ __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* c
                                          int lane, bool act) {
   F4 y{{0.0f, 0.0f, 0.0f, 0.0f}};
   if (!act) return y;
-  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code (v10)
+  if constexpr (C::kFormat == formats::FormatId::fp8_e4m3) {  // one multiplication per code
     const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(codes + std::size_t(r) * p.K + 4 * lane);
     const float s = scaled<C>(p) ? reinterpret_cast<const float*>(scales)[scale_idx<C>(p, r, lane)] : 1.0f;
-    if (formats::hw_e4m3_decode4_scaled(w, s, y.x)) return y;  // v20: the hardware conversion, same bits
+    if (formats::hw_e4m3_decode4_scaled(w, s, y.x)) return y;  // the hardware conversion, same bits
   }
   std::uint32_t c[4];
   load_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * lane, c);
@@ -295,7 +295,7 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   if (act) {
     std::uint32_t c[4];
     bool done = false;
-    if constexpr (formats::kHwRnePair<C::kFormat>) {  // v16: the hardware pair conversion, same bits (hw_convert.cuh)
+    if constexpr (formats::kHwRnePair<C::kFormat>) {  // the hardware pair conversion, same bits (hw_convert.cuh)
       if (p.rounding == formats::Rounding::rne) {
         formats::hw_rne_encode2<C::kFormat>(xs.x[0], xs.x[1], c[0], c[1]);
         formats::hw_rne_encode2<C::kFormat>(xs.x[2], xs.x[3], c[2], c[3]);
@@ -322,11 +322,11 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
 // The replay paths' shared-memory layout (struct Smem): kernels/common/replay_smem.h.
 
 // The work of one CTA of a replay path: sequence b, head h (replay_group: the group's first head), 32-row slice sp of
-// the head's nsplit (replay_head / replay_group run all of them). The kernels map their grids onto it (v13:
-// fast_kernel.cuh), so that the paths do not read blockIdx.
+// the head's nsplit (replay_head / replay_group run all of them). The kernels map their grids onto it
+// (fast_kernel.cuh), so that the paths do not read blockIdx.
 struct Cta {
   int b, h, sp, nsplit;
-  int ns = 1;  // v24: row slices sp .. sp + ns - 1 of the head (replay_lean's step flush; 1 everywhere else)
+  int ns = 1;  // row slices sp .. sp + ns - 1 of the head (replay_lean's step flush; 1 everywhere else)
 };
 
 // Early flush: the CTAs of a head count themselves in after staging the old window; the last one writes the new

@@ -1,5 +1,5 @@
 #pragma once
-// v46: head_step_kernel's 8-bit row dots with the trees of several row groups reduced together (kFused of
+// head_step_kernel's 8-bit row dots with the trees of several row groups reduced together (kFused of
 // replay_head). Part of fast_kernel.cuh, included by fast_replay_head.cuh.
 #include "kernels/common/fast_rows.cuh"
 
@@ -81,7 +81,7 @@ __device__ __forceinline__ void step_rows_rs(const std::uint8_t* ck, int rr0, in
   }
 }
 
-// Row groups per reduce-scatter (v46): GDN's 4 groups x 2 trees in chunks of 2 groups (4 values; all 8 at once spilled
+// Row groups per reduce-scatter: GDN's 4 groups x 2 trees in chunks of 2 groups (4 values; all 8 at once spill
 // 4 bytes at the 40 registers of 6 CTAs per SM, for 8 fewer SASS instructions), Mamba-2's 2 groups x 1 tree at once.
 inline constexpr int kStepRsChunk = 2;
 

@@ -1,6 +1,6 @@
 #pragma once
-// v55 (kernels/PERF_NOTES.md, twenty-second pass): GDN head_step_kernel's 8-bit row dots S_c q_t and S_c k_t on the
-// tensor cores, kernels/dev/rowdot_fp8.cu's v2 inside the step kernel (step form 2, kern::set_fast_step_form). The dev
+// GDN head_step_kernel's 8-bit row dots S_c q_t and S_c k_t on the tensor cores (kernels/PERF_NOTES.md), the
+// rowdot_v2 of kernels/dev/rowdot_fp8.cu inside the step kernel (the plan override dots=tc). The dev
 // bench measured the shipped FFMA trees at 37.6 us of GPU time per 8192 heads and this form at 4.2 us.
 // Not the emulation's bits: the MMA accumulates in an order (and with an internal rounding) that no CPU code
 // reproduces, so the outputs of this form are checked against the FP64 reference with the format's tolerance (and the
@@ -30,8 +30,8 @@ __device__ __forceinline__ void tc_mma16816(float (&d)[4], std::uint32_t a0, std
 
 // The 8-byte slot of B column n's fragment for MMA step s and lane group t (elements 32 t + 4 s .. + 3): the columns'
 // 32 slots in step order, the step XOR-ed with n & 3, so that the 16 lanes of a half warp (4 columns g x 4 groups t)
-// read 16 distinct bank pairs at every step (in plain order every column's slot of (s, t) sat on the same banks:
-// v55's first run, 8-way conflicts on every B load).
+// read 16 distinct bank pairs at every step (in plain order every column's slot of (s, t) sits on the same banks:
+// 8-way conflicts on every B load).
 __device__ __forceinline__ int tc_b_slot(int n, int s, int t) { return 4 * (s ^ (n & 3)) + t; }
 
 // B's columns from one vector x (128 FP32 values, lane l holding 4l..4l+3; warp 0 q, warp 1 k): three FP16 terms
@@ -39,8 +39,8 @@ __device__ __forceinline__ int tc_b_slot(int n, int s, int t) { return 4 * (s ^ 
 // remainder is exact in FP32 and the three terms carry 33 bits, so they sum to x 2^e exactly except where a term falls
 // below FP16's subnormals (an error below 2^-38 of max |x|). Term i is column n = 2 i + which; lane l's 4 halves are
 // the B fragment of step s = l % 8 and lane group t = l / 8, at tc_b_slot. 2^-e goes to scratch[2 which ..] as two
-// factors (each exact). Each lane reads only the 4 elements it copied itself (v56: before the barrier that publishes q
-// and k, which then publishes B too; v55 built them behind a barrier of their own).
+// factors (each exact). Each lane reads only the 4 elements it copied itself, so B is built before the barrier that
+// publishes q and k, which then publishes B too (no barrier of its own).
 __device__ __forceinline__ void step_tc_build_b(const float* x, __half* colA, __half* colB, float* scratch, int which,
                                                 int lane) {
   const F4 v = ld4(x + 4 * lane);
@@ -84,8 +84,8 @@ template <int kV>
 __device__ __forceinline__ void step_rows_tc(const std::uint8_t* ck, const __half* colA, const __half* colB,
                                              const float* scratch, float* sDq, float* sDk) {
   constexpr int kK = 128, kNT = 6;  // B columns that are not zero
-  // GDN only: Mamba-2's step (one dot per row, kV = 64) ran slower in this form, with warps 4-7 idle (+6%) and with
-  // 8 rows per warp in half-empty tiles (+11%) (kernels/PERF_NOTES.md, twenty-second pass)
+  // GDN only: Mamba-2's step (one dot per row, kV = 64) measures slower in this form, with warps 4-7 idle (+6%) and
+  // with 8 rows per warp in half-empty tiles (+11%) (kernels/PERF_NOTES.md)
   static_assert(kV == 16 * kWarps, "step_rows_tc: GDN's head, 16 rows per warp");
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, t = lane % 4, r0 = 16 * warp + g;

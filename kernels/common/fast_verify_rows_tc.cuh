@@ -1,8 +1,8 @@
 #pragma once
-// v57 (kernels/PERF_NOTES.md, twenty-third pass): the grouped FP32 verify's row dots S_c q_t, S_c k_t (16 per row at
-// T = 8, GDN) on the tensor cores, as 3xTF32 (x = big + small, each rounded to TF32; big*big + big*small + small*big,
+// The grouped FP32 verify's row dots S_c q_t, S_c k_t (16 per row at T = 8, GDN) on the tensor cores
+// (kernels/PERF_NOTES.md), as 3xTF32 (x = big + small, each rounded to TF32; big*big + big*small + small*big,
 // the dropped small*small and the two roundings ~2^-22 of |x y| per product): the verify kernel's form 2
-// (kern::set_fast_step_form(2)), whose FFMA dots were ~3/4 of its instructions. Not the emulation's bits (the MMA's
+// (the plan override dots=tc); form 1's FFMA dots are ~3/4 of its instructions. Not the emulation's bits (the MMA's
 // summation order and internal rounding are not specified): checked against the FP64 reference with the mode's
 // tolerance and against the emulation within tc_dots_tolerance before any flush ([tc-verify]).
 // Part of fast_kernel.cuh, included by fast_replay_group.cuh.
@@ -16,7 +16,7 @@ namespace replayssm::kern::fast {
 // x = big + small as TF32 operands: big = x rounded to 11 significant bits (nearest, ties away: the carry of bit 12
 // into the kept bits, then the low 13 bits cleared), small = x - big (exact in FP32) with the same carry. The MMA reads
 // a TF32 operand's upper 19 bits only (nvcc's own cvt.rna.tf32.f32 feeding an MMA leaves the low bits set), so small
-// needs no clearing; its rounding costs <= 2^-22 |x|. Four instructions per element, where cvt.rna.tf32.f32 compiled
+// needs no clearing; its rounding costs <= 2^-22 |x|. Four instructions per element, where cvt.rna.tf32.f32 compiles
 // to four each for big and small (a finiteness test and a select that finite state never needs: an infinite or NaN x
 // still gives a non-finite dot).
 __device__ __forceinline__ void tc_split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
@@ -37,8 +37,8 @@ __device__ __forceinline__ void tc_mma1688(float (&d)[4], std::uint32_t a0, std:
 // from one base. kAW = 4 (a0..a3; GDN) or 2 (a0, a2; Mamba-2, whose rows 8..15 are zero). Blocks 0..30 replace sK and
 // sQ, which nothing reads after the window's dots; the last (small terms of step 15) stays in each lane's registers
 // (last), so that GDN's T = 8 at L = 16 fits: 31 blocks of 128 floats, sK and sQ's (15 + 8 + 8) 128 = 3968 floats.
-// Where they do not fit (fits: e.g. L = 8), the launcher keeps form 1. (v57's first layout put the overflow in the
-// Gd table: the per-block base pointers, hoisted by nvcc, spilled.) Each thread reads its entries before the caller's
+// Where they do not fit (fits: e.g. L = 8), the launcher keeps form 1. (Putting the overflow in the Gd
+// table instead spills: nvcc hoists the per-block base pointers.) Each thread reads its entries before the caller's
 // barrier and stores them after it.
 template <bool kGdn>
 struct TcVerifyA {

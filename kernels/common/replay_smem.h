@@ -16,9 +16,9 @@ inline constexpr int kRows = kWarps * kRPW;   // rows per CTA
 struct Smem {
   int NR, T, K;
   bool rec;  // u = recompute
-  int R = kRows;  // rows staged per CTA (w / v / skip / row dots): kRows, or the whole head (replay_head, v6)
-  bool skip = true;   // room for the drafts' skip rows (v15: replay_head / replay_group only where p.skip is set)
-  bool flush = true;  // room for the flush-only tables: raw v (u=recompute), totR, Gm, GR (v15: not the non-flush op)
+  int R = kRows;  // rows staged per CTA (w / v / skip / row dots): kRows, or the whole head (replay_head)
+  bool skip = true;   // room for the drafts' skip rows (replay_head / replay_group: only where p.skip is set)
+  bool flush = true;  // room for the flush-only tables: raw v (u=recompute), totR, Gm, GR (not the non-flush op)
   REPLAYSSM_HD int oA() const { return 0; }
   REPLAYSSM_HD int oB() const { return NR; }
   REPLAYSSM_HD int oK() const { return (2 * NR + 3) / 4 * 4; }  // 16-byte aligned rows
@@ -39,7 +39,7 @@ struct Smem {
 };
 
 // Where the non-flush op's cp.async ring starts (floats): the first offset >= the tables' end that is mod_floats past
-// a 128-byte boundary. Measured (PERF_NOTES "eighth pass"): the ring's offset modulo 128 B moved the FP32 non-flush op
+// a 128-byte boundary. Measured (kernels/PERF_NOTES.md): the ring's offset modulo 128 B moves the FP32 non-flush op
 // by up to 11%, and not through the total size (padding the end changed nothing) nor through counted bank conflicts
 // (ncu: equal). replay_head is fastest at 112 B (kHeadRingMod), replay_group at 0 (kGroupRingMod); FP8 rings are
 // insensitive. The offsets are from the dynamic base: in the combined kernel (where kHeadRingMod was measured)

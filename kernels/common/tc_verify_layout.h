@@ -1,5 +1,5 @@
 #pragma once
-// The index maps of the grouped verify's form 2 (v57, fast_verify_rows_tc.cuh), host and device, so that the
+// The index maps of the grouped verify's form 2 (fast_verify_rows_tc.cuh), host and device, so that the
 // properties its speed rests on -- bijections, and the lanes of one shared-memory wavefront on distinct banks -- are
 // unit-tested on the CPU (tests/kernels/test_launch_rules.cpp) as well as timed on the device.
 #include "formats/hd.h"

@@ -1,16 +1,7 @@
-// GDN decode kernels (conventional / replay, step / verify, every format): the tuned kernel (gdn_fast.cu,
-// common/fast_kernel.cuh) where it applies, else the reference kernel common/decode_kernel.cuh.
-#include <cstdlib>
-
+// The GDN reference decode kernel (common/decode_kernel.cuh): every format, op and mode; the spec the tuned kernels
+// are checked against on the device.
 #include "kernels/common/decode_kernel.cuh"
 
 namespace replayssm::kern {
-int launch_gdn(formats::FormatId f, const KParams& p, void* stream) {
-  static const bool ref_only = std::getenv("REPLAYSSM_REFERENCE_KERNEL") != nullptr;
-  if (!ref_only) {
-    const int r = launch_fast_gdn(f, p, stream);
-    if (r >= 0) return r;
-  }
-  return launch_any<true>(f, p, stream);
-}
+int launch_reference_gdn(formats::FormatId f, const KParams& p, void* stream) { return launch_any<true>(f, p, stream); }
 }  // namespace replayssm::kern

@@ -1,7 +1,8 @@
-// `replayssm bench`: decode-kernel performance at real shapes on one GPU (issue 5). Times the copy roofline, then
+// `replayssm bench`: decode-kernel performance at real shapes on one GPU. Times the copy roofline, then
 // conventional vs ReplaySSM standard decode in steady state and chain verify for T drafts, all in one run, with the
 // CUDA harness of kernels/bench/. Prints a table, writes HDF5 (atomically, with provenance) and CSV, and checks the
-// issue's targets at B=256, L=16. Without a GPU (or a CUDA build) it says so in one line and exits 3.
+// named targets (kernels/bench/targets) at B=256, L=16. Without a GPU (or a CUDA build) it says so in one line and
+// exits 3. --list-plans prints the kernels' launch plans of every case without a GPU.
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
@@ -16,11 +17,11 @@
 #include "core/errors.h"
 #include "core/h5.h"
 #include "emulation/decode_api.h"
+#include "emulation/device_backend.h"
 #include "formats/format_id.h"
 #if defined(REPLAYSSM_HAVE_CUDA)
+#include "bench/bench_api.h"
 #include "cli/bench_targets.h"
-#include "kernels/bench/bench_harness.h"
-#include "kernels/common/decode_kernel.h"
 #endif
 
 namespace replayssm::cli {
@@ -54,6 +55,9 @@ void add_options(po::options_description& d) {
       "gdn-shape", po::value<std::string>()->default_value("16,32,128,128"), "GDN Hk,Hv,K,V (Qwen3.5)")(
       "mamba2-shape", po::value<std::string>()->default_value("128,64,128,8"), "Mamba-2 H,P,N,G (Nemotron-H)")(
       "seed", po::value<unsigned long long>()->default_value(20240601ull), "seed of the random states and inputs")(
+      "plan", po::value<std::string>()->default_value(""),
+      "override of the kernels' launch plan, key=value,... (kernels/README.md; adds to REPLAYSSM_PLAN)")(
+      "list-plans", po::bool_switch(), "print the launch plan of every bench case (no GPU needed) and exit")(
       "out", po::value<std::string>()->default_value("bench.h5"), "HDF5 results ('' to skip)")(
       "csv", po::value<std::string>()->default_value("bench.csv"), "CSV results ('' to skip)")(
       "quiet,q", po::bool_switch(), "no per-case progress lines");
@@ -205,6 +209,7 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   strings("scaling", [](const R& r) { return r.scaling; });
   strings("dots", [](const R& r) { return r.dots; });
   strings("note", [](const R& r) { return r.note; });
+  strings("plan", [](const R& r) { return r.plan; });
   ints("B", [](const R& r) { return r.B; });
   ints("L", [](const R& r) { return r.L; });
   ints("T", [](const R& r) { return r.T; });
@@ -236,16 +241,6 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   f.set_attr("/device", "sm_clock_khz", std::int64_t(res.sm_clock_khz));
   f.set_attr("/device", "mem_clock_khz", std::int64_t(res.mem_clock_khz));
   f.set_attr("/device", "roofline_gbps", res.roofline_gbps);
-#if defined(REPLAYSSM_HAVE_CUDA)
-  // The kernel choices the environment can change (A/B runs of one binary): recorded so that a file tells which ran.
-  std::string kenv;
-  for (const char* v : {"REPLAYSSM_LEAN", "REPLAYSSM_GROUP_HEADS", "REPLAYSSM_KERNEL_SPLIT", "REPLAYSSM_REFERENCE_KERNEL",
-                        "REPLAYSSM_STEP_FORM", "REPLAYSSM_STEP_FIXED", "REPLAYSSM_FLUSH_FOLD", "REPLAYSSM_STEP_FUSED",
-                        "REPLAYSSM_FUSED_SPREAD"})
-    if (const char* e = std::getenv(v)) kenv += std::string(kenv.empty() ? "" : " ") + v + "=" + e;
-  f.set_attr("/device", "kernel_env", kenv.empty() ? std::string("(none)") : kenv);
-  f.set_attr("/device", "group_heads_cap", std::int64_t(kern::fast_group_heads()));
-#endif
   std::vector<std::string> tn, tr;
   std::vector<double> tv, tt, tb;
   std::vector<std::int64_t> tm, tp;
@@ -268,17 +263,30 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
              "ratios the ratio of modelled bytes); 0 = not measured");
   f.write("/targets/met", {tm.size()}, tm.data());
   f.write("/targets/measured", {tp.size()}, tp.data());
-  f.set_attr("/targets", "where", "B=256, L=16 (issue 5)");
+  f.set_attr("/targets", "where", targets_file());
   std::vector<std::string> sk = res.skipped;
   if (sk.empty()) sk.push_back("(none)");
   f.write_strings("/skipped", sk);
-  h5::write_provenance(f, command_line(), resolved_options(vm), res.device);
+  auto opts = resolved_options(vm);
+  const std::string plan = emu::resolved_plan_override(vm["plan"].as<std::string>());  // with REPLAYSSM_PLAN
+  opts["plan"] = plan.empty() ? "none" : plan;
+  h5::write_provenance(f, command_line(), opts, res.device);
   out.commit();
 }
 #endif
 
 int run(const po::variables_map& vm) {
   // Options first (bad options exit 2 even without a GPU).
+  std::string plan;
+  try {
+    plan = emu::resolved_plan_override(vm["plan"].as<std::string>());
+    if (vm["list-plans"].as<bool>()) {
+      std::cout << emu::plan_table(vm["plan"].as<std::string>());
+      return kExitOk;
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UserError(std::string("--plan: ") + e.what());
+  }
   std::vector<emu::Arch> archs;
   const std::string arch = vm["arch"].as<std::string>();
   if (arch == "all")
@@ -391,8 +399,9 @@ int run(const po::variables_map& vm) {
   cfg.l2_factor = vm["l2-factor"].as<double>();
   cfg.max_seconds = vm["max-seconds"].as<double>();
   cfg.seed = vm["seed"].as<unsigned long long>();
+  cfg.plan = vm["plan"].as<std::string>();
   if (!vm["quiet"].as<bool>()) cfg.log = [](const std::string& s) { std::cerr << "bench: " << s << std::endl; };
-  std::cerr << "bench: device " << desc << std::endl;
+  std::cerr << "bench: device " << desc << "; launch plan override: " << (plan.empty() ? "none" : plan) << std::endl;
 
   kbench::Result res;
   try {
@@ -404,7 +413,7 @@ int run(const po::variables_map& vm) {
 
   std::cout << "device: " << res.device << "; copy roofline " << fmt("%.1f", res.roofline_gbps) << " GB/s\n";
   print_table(res, std::cout);
-  std::cout << "\ntargets (B=256, L=16):\n";
+  std::cout << "\ntargets (" << targets_file() << "):\n";
   for (const BenchTarget& t : targets) std::cout << "  " << target_line(t) << "\n";
   if (!res.skipped.empty()) {
     std::cout << "\nnot run:\n";

@@ -13,13 +13,11 @@
 #include "cli/command.h"
 #include "cli/sweep_progress.h"
 #include "core/errors.h"
+#include "emulation/device_backend.h"
 #include "runtime/forward.h"
 #include "sweep/activation_sweep.h"
 #include "sweep/metrics.h"
 #include "sweep/sweep_runner.h"
-#if defined(REPLAYSSM_HAVE_CUDA)
-#include "kernels/cuda_backend.h"
-#endif
 
 namespace replayssm::cli {
 namespace {
@@ -85,6 +83,7 @@ std::vector<T> parse_each(const std::string& option, const std::string& csv, F&&
 
 struct Backends {
   std::string name, device;
+  std::string plan;  // the kernels' launch-plan override (REPLAYSSM_PLAN), "" for none
   std::vector<std::unique_ptr<emu::DecodeBackend>> pool;  // one per worker
 };
 
@@ -92,14 +91,17 @@ Backends make_backends(const std::string& which, int jobs, bool quiet) {
   Backends b;
   std::string why = "no CUDA device: this build has no CUDA kernels";
   if (which == "cuda" || which == "auto") {
-#if defined(REPLAYSSM_HAVE_CUDA)
-    if (auto be = kern::make_cuda_backend(&why)) {
+    try {
+      b.plan = emu::resolved_plan_override("");  // REPLAYSSM_PLAN: exit 2 when bad, recorded in the output
+    } catch (const std::invalid_argument& e) {
+      throw UserError(e.what());
+    }
+    if (auto be = emu::make_cuda_backend(emu::DeviceBackendOptions{}, &why)) {
       b.name = "cuda";
       b.device = be->device();
       b.pool.push_back(std::move(be));
       return b;
     }
-#endif
     if (which == "cuda") throw UserError(why, kExitNoDevice);
     if (!quiet) std::cerr << "sweep: " << why << "; using the emulated backend\n";
   } else if (which != "emulated") {
@@ -215,6 +217,7 @@ int run(const po::variables_map& cli) {
     Backends be = make_backends(vm["backend"].as<std::string>(), jobs, quiet);
     job.backend_name = be.name;
     job.device = be.device;
+    if (be.name == "cuda") job.options["plan"] = be.plan.empty() ? "none" : be.plan;
     return sweep::run_activation_sweep(job, be.pool);
   }
 
@@ -366,6 +369,7 @@ int run(const po::variables_map& cli) {
   sweep::write_header(out.file(), header);
   for (const auto& r : results) sweep::write_run(out.file(), "/runs/" + r.id, r);
   auto opts = resolved_options(vm);
+  if (be.name == "cuda") opts["plan"] = be.plan.empty() ? "none" : be.plan;
   h5::write_provenance(out.file(), command_line(), opts, be.device);
   out.file().set_attr("/", "shard", shard.second > 1 ? vm["shard"].as<std::string>() : "none");
   out.commit();

@@ -17,11 +17,9 @@
 #include "core/external_validation.h"
 #include "core/h5.h"
 #include "emulation/decode_api.h"
+#include "emulation/device_backend.h"
 #include "emulation/tolerances.h"
 #include "emulation/validation.h"
-#if defined(REPLAYSSM_HAVE_CUDA)
-#include "kernels/cuda_backend.h"
-#endif
 
 namespace replayssm::cli {
 namespace {
@@ -31,6 +29,8 @@ using namespace replayssm::emu;
 void add_options(po::options_description& d) {
   d.add_options()("arch", po::value<std::string>()->default_value("all"), "gdn | mamba2 | all")(
       "backend", po::value<std::string>()->default_value("emulated"), "cuda | emulated | all")(
+      "plan", po::value<std::string>()->default_value(""),
+      "override of the CUDA kernels' launch plan, key=value,... (kernels/README.md; adds to REPLAYSSM_PLAN)")(
       "shapes", po::value<std::string>()->default_value("small"), "small | nemotron-h | qwen3.5 | all")(
       "activations", po::value<std::string>(), "activation dump (HDF5) to run through every mode as well")(
       "max-tokens", po::value<int>()->default_value(256), "tokens of each dump layer to use")(
@@ -43,13 +43,13 @@ void add_options(po::options_description& d) {
       "--external pass bound: relative RMS per layer and head");
 }
 
-std::unique_ptr<DecodeBackend> cuda_backend(std::string* why) {
-#if defined(REPLAYSSM_HAVE_CUDA)
-  return kern::make_cuda_backend(why);
-#else
-  *why = "no CUDA device: this build has no CUDA kernels (configure with -DREPLAYSSM_CUDA=ON)";
-  return nullptr;
-#endif
+// The resolved plan override (--plan with REPLAYSSM_PLAN), or exit 2 naming the key.
+std::string checked_plan(const po::variables_map& vm) {
+  try {
+    return resolved_plan_override(vm["plan"].as<std::string>());
+  } catch (const std::invalid_argument& e) {
+    throw UserError(std::string("--plan: ") + e.what());
+  }
 }
 
 // A dump layer in the recurrence-facing FP32 form (see decode_api.h), one sequence.
@@ -146,7 +146,12 @@ void print_row(const CheckRow& r, const std::string& backend, int n, int fails) 
   std::cout << buf;
   if (n > 1) std::cout << "  (" << n - fails << "/" << n << " cases)";
   if (r.bits_identical >= 0) std::printf("  bits=%.6f", r.bits_identical), std::fflush(stdout);
+  if (r.max_flip_fraction >= 0)
+    std::printf("  flips=%.2e (<= %.2e)", r.stores.flip_fraction(), r.max_flip_fraction), std::fflush(stdout);
+  if (r.fp64_measured)  // the distance to the exact recurrence: the mode's own error, measured, not judged
+    std::printf("  fp64 rel-RMS out=%.2e state=%.2e", r.fp64_out.rel_rms, r.fp64_state.rel_rms), std::fflush(stdout);
   if (!r.pass) std::cout << "\n      out: " << r.out.summary() << "\n      state: " << r.state.summary();
+  if (!r.pass && !r.why.empty()) std::cout << "\n      why: " << r.why;
   std::cout << "\n";
 }
 
@@ -175,15 +180,17 @@ int run(const po::variables_map& vm) {
     throw UserError(std::string("--shapes: ") + e.what());
   }
 
+  const std::string plan = checked_plan(vm);
   std::unique_ptr<DecodeBackend> emu = make_emulated_backend(), cuda;
   if (backend_s != "emulated") {
     std::string why;
-    cuda = cuda_backend(&why);
+    cuda = make_cuda_backend(DeviceBackendOptions{vm["plan"].as<std::string>()}, &why);
     if (!cuda) {
       if (backend_s == "cuda") throw UserError(why, kExitNoDevice);
       std::cout << why << "; --backend all falls back to emulated only\n";
     } else {
-      std::cout << "cuda device: " << cuda->device() << "\n";
+      std::cout << "cuda device: " << cuda->device() << "; launch plan override: " << (plan.empty() ? "none" : plan)
+                << "\n";
     }
   }
   const bool run_emu_rows = backend_s != "cuda";
@@ -233,15 +240,23 @@ int run(const po::variables_map& vm) {
         const double rr = ratio(r);
         if (rr > sm.worst_ratio) sm.worst_ratio = rr, sm.worst = r;
       };
+      std::vector<std::string> plans;  // the kernel plans the CUDA backend ran for this mode
       for (std::size_t i = 0; i < cs.size(); ++i) {
-        const CaseOutputs e = run_backend(*emu, m, ins[i]);
-        if (run_emu_rows) record("emulated", check_vs_reference(m, cs[i], ins[i], refs[i], e));
+        // the pass criterion: the mode-aware FP64 reference (the codec where the mode stores); the distance to the
+        // plain FP64 recurrence is reported beside it as a measurement
+        const ModeAwareRun er = run_mode_aware(*emu, m, cs[i], ins[i]);
+        const CaseOutputs& e = er.got;
+        if (run_emu_rows) record("emulated", check_vs_mode_aware(m, cs[i], ins[i], er, &refs[i]));
         if (cuda) {
-          const CaseOutputs g = run_backend(*cuda, m, ins[i]);
-          record("cuda", check_vs_reference(m, cs[i], ins[i], refs[i], g));
-          record("cuda", check_vs_emulation(m, cs[i], ins[i], e, g));
+          const ModeAwareRun gr = run_mode_aware(*cuda, m, cs[i], ins[i]);
+          record("cuda", check_vs_mode_aware(m, cs[i], ins[i], gr, &refs[i]));
+          record("cuda", check_vs_emulation(m, cs[i], ins[i], e, gr.got));
+          for (const std::string& pl : cuda->launch_plans())
+            if (std::find(plans.begin(), plans.end(), pl) == plans.end()) plans.push_back(pl);
         }
       }
+      if (verbose)
+        for (const std::string& pl : plans) std::printf("  plan %s %s: %s\n", s.name.c_str(), m.name().c_str(), pl.c_str());
       for (auto& [key, sm] : sums) {
         CheckRow r = sm.worst;
         r.pass = sm.fails == 0;

@@ -1,8 +1,10 @@
 #include "core/h5.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -395,9 +397,30 @@ void refuse_output_over_input(const std::string& out_path, const std::vector<std
   }
 }
 
+namespace {
+// Removes "<final>.tmp-<pid>" files whose writer no longer runs (a run killed during its final write): the next
+// output to the same path cleans them, so a kill leaves nothing behind once the run is resumed or repeated.
+const std::string& remove_stale_temps(const std::string& final_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(final_path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string prefix = target.filename().string() + ".tmp-";
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pid_text = name.substr(prefix.size());
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH)) fs::remove(e.path(), ec);
+  }
+  return final_path;
+}
+}  // namespace
+
 AtomicOutput::AtomicOutput(std::string final_path)
     : final_(std::move(final_path)),
-      temp_(final_ + ".tmp-" + std::to_string(::getpid())),
+      temp_(remove_stale_temps(final_) + ".tmp-" + std::to_string(::getpid())),
       file_(File::create(temp_)) {}
 
 AtomicOutput::~AtomicOutput() {

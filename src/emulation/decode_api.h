@@ -103,6 +103,10 @@ class DecodeBackend {
   virtual void stored(std::vector<std::uint8_t>& codes, std::vector<std::uint8_t>& scales) = 0;
   // Flushes done so far (all heads count as one per sequence), for the bit-identity statistics.
   virtual long flushes() const = 0;
+  // The distinct kernel launch plans this backend ran since init(), in first-use order (the CUDA backend: one line
+  // per plan, kernels/launch_plan.h; the emulation runs no kernels: empty). Tells a user which kernels a result came
+  // from, and the tests that a forced layout really ran.
+  virtual std::vector<std::string> launch_plans() const { return {}; }
 };
 
 std::unique_ptr<DecodeBackend> make_emulated_backend();

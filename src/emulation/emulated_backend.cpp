@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "emulation/decode_api.h"
+#include "emulation/flush_rule.h"
 #include "emulation/decode_math.h"
 #include "emulation/fast_dot.h"
 
@@ -60,7 +61,7 @@ class EmulatedBackend final : public DecodeBackend {
   void step(const TokenBatch& in, float* o) override {
     require_ready("step", in, 1);
     for (int b = 0; b < d_.B; ++b) {
-      const int need_early = m_.replay() && n_[b] + 1 > m_.capacity();
+      const int need_early = m_.replay() && flushes_early(n_[b], 1, m_.capacity());
       bool flushed = false;
       for (int h = 0; h < d_.H; ++h) {
         const std::size_t hh = std::size_t(b) * d_.H + h;
@@ -73,7 +74,7 @@ class EmulatedBackend final : public DecodeBackend {
           const int n = need_early ? 0 : n_[b];
           append(hh, n, t);
           const int m = n + 1;
-          if (m >= m_.L) {
+          if (step_fills_window(n, m_.L)) {
             flush_window(hh, m, uint32_t(tok_[b]), &t, oh);
             flushed = true;
           } else {
@@ -83,7 +84,7 @@ class EmulatedBackend final : public DecodeBackend {
       }
       if (m_.replay()) {
         if (need_early) n_[b] = 0, ++flushes_;
-        n_[b] = flushed ? 0 : n_[b] + 1;
+        n_[b] = window_after_step(n_[b], m_.L);
         if (flushed) ++flushes_;
       }
       ++tok_[b];
@@ -95,7 +96,7 @@ class EmulatedBackend final : public DecodeBackend {
     if (in.T > m_.max_drafts) throw std::invalid_argument("verify: T exceeds max_drafts");
     const int T = in.T;
     for (int b = 0; b < d_.B; ++b) {
-      const bool early = m_.replay() && n_[b] + T > m_.capacity();
+      const bool early = m_.replay() && flushes_early(n_[b], T, m_.capacity());
       for (int h = 0; h < d_.H; ++h) {
         const std::size_t hh = std::size_t(b) * d_.H + h;
         std::vector<Tok> toks(static_cast<std::size_t>(T));

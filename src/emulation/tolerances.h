@@ -1,7 +1,11 @@
 #pragma once
-// Tolerances of the decode kernels and their emulation, derived from each format's unit roundoff. These are
-// named constants: nothing (no option, no environment variable) loosens them, and NaN never passes
-// (compare() counts any non-finite element as bad). kernels/README.md explains the derivation.
+// Tolerances of the decode kernels and their emulation. These are named constants: nothing (no option, no environment
+// variable) loosens them, and NaN never passes (compare() counts any non-finite element as bad).
+//  * tolerance_vs_mode_aware (the end of this file; reference/README.md): the pass criterion of every mode, against
+//    the mode-aware FP64 reference -- the FP32 arithmetic floor plus a bounded fraction of flipped stored codes.
+//  * tolerance_vs_fp64: the distance of a mode to the exact recurrence, derived from the format's unit roundoff
+//    (kernels/README.md explains it); a measurement, too wide to tell formats apart.
+//  * kEmulationTolerance / kMinIdenticalBytes / tc_dots_tolerance: a backend against the emulation.
 #include <algorithm>
 #include <cmath>
 
@@ -43,15 +47,14 @@ inline constexpr double kLpCap = 1.0;
 // Elementwise: |got - ref| <= kMaxAbsFactor * rel_rms_bound * max|ref| (outliers of the same error process).
 inline constexpr double kMaxAbsFactor = 16.0;
 
-// The backend (CUDA) against the emulation: the same formulas and the same reduction tree, so they agree to the
-// bit; this bound leaves room only for a few ulps should a compiler reorder a sum (issue: <= 1e-6 relative).
-inline constexpr Tolerance kEmulationTolerance{1e-5, 1e-6, 0.0};
-// Fraction of identical stored bytes (quantised checkpoint) required of a backend against the emulation.
-inline constexpr double kMinIdenticalBytes = 0.9999;
+// The backend (CUDA) against the emulation: the same formulas, the same reduction tree and no contraction, so they
+// agree to the bit: every output and state element equal (a difference of 0), every stored byte identical.
+inline constexpr Tolerance kEmulationTolerance{0.0, 0.0, 0.0};
+inline constexpr double kMinIdenticalBytes = 1.0;
 
-// v57: the verify kernel's form 2 (the FP32 verify's row dots as 3xTF32: each product within ~3 x 2^-22 of exact, ~12
+// The verify kernel's tensor-core form (the FP32 verify's row dots as 3xTF32: each product within ~3 x 2^-22 of exact, ~12
 // u_32 on top of the accumulation's gamma_K, which the RMS bound's margin of ~sqrt(K) absorbs) is held to the same.
-// The step kernel's form 2 (kern::set_fast_step_form: the 8-bit row dots S_c q, S_c k on the tensor cores) is not the
+// The step kernel's form 2 (the plan override dots=tc: the 8-bit row dots S_c q, S_c k on the tensor cores) is not the
 // emulation's bits. Each of its row dots and the emulation's is within gamma_K = K u_32 of sum |c s x| of the exact dot
 // (any summation order, the MMA's too), so they differ by <= 2 gamma_K of it. Where no flush has re-quantised the
 // state since the dots differed (the ops before the first flush), the outputs differ by those dots times the decay
@@ -73,7 +76,19 @@ inline double group_factor(const Mode& m, int V, int K) {
   return std::sqrt(2.0 * std::log(std::max(n, 3.0)));
 }
 
+// The effective memory of a case in tokens: committed tokens (+ 1 for the initial state), capped by the memory
+// 1 / (1 - a_max) of its largest decay.
+inline double effective_tokens(long n_tokens, double mem) {
+  return std::max(1.0, std::min(double(n_tokens) + 1.0, mem));
+}
+// The FP32 arithmetic floor in relative RMS (the random-walk bound above): kFp32Coeff 2^-24 sqrt(K) sqrt(T_eff).
+inline double fp32_floor(int K, double T_eff) {
+  return kFp32Coeff * std::ldexp(1.0, -24) * std::sqrt(double(K)) * std::sqrt(T_eff);
+}
+
 // n_tokens: committed tokens; mem: effective memory 1 / (1 - a_max) of the case's decays.
+// The distance of a mode to the exact (plain FP64) recurrence: a measurement since the mode-aware reference exists
+// (its LP term is capped at kLpCap = 1, which an all-zero output meets); tolerance_vs_mode_aware is the criterion.
 inline Tolerance tolerance_vs_fp64(const Mode& m, int V, int K, long n_tokens, double mem) {
   const double T_eff = std::max(1.0, std::min(double(n_tokens) + 1.0, mem));
   double rel = kFp32Coeff * std::ldexp(1.0, -24) * std::sqrt(double(K)) * std::sqrt(T_eff);
@@ -86,6 +101,106 @@ inline Tolerance tolerance_vs_fp64(const Mode& m, int V, int K, long n_tokens, d
     rel += std::min(lp, kLpCap);
   }
   return Tolerance{kMaxAbsFactor * rel, rel, 0.0};
+}
+
+// ================================ against the mode-aware reference ================================
+// The mode-aware FP64 reference (reference/mode_aware.h) applies the format's codec exactly where the mode stores,
+// so a correct emulation or kernel differs from it only by FP32 arithmetic, plus the rare stored code that lands on
+// the neighbouring value because its FP32 and FP64 states straddle a rounding boundary (a flip; run_mode_aware takes
+// flips over into the reference, so they do not propagate, and counts them). Nothing of the format's rounding error
+// is in these bounds: a wrong format, scaling, policy, flush point, u-source or SR counter fails them
+// (tests/kernels/test_mode_mutations.cpp).
+
+// Stored copies, element by element (y_e the backend's decoded value, y_r the reference's, M = max |y_r| over the
+// head):
+//   equal    |y_e - y_r| <= equal_rel * max(|y_e|, |y_r|) + equal_abs_rel * M
+//            quantised formats: a scale a few ulps apart (equal_rel = kStoreEqualCoeff * fp32_floor, below a quarter
+//            of the smallest relative code step); fp32 (no codes, nothing to flip): the FP32 arithmetic itself,
+//            equal_rel = equal_abs_rel = kMaxAbsFactor * fp32_floor, as the state's max-abs bound
+//   flip     otherwise (quantised formats only), if
+//            |y_e - y_r| <= kFlipSlack * (step_rel * max(|y_e|, |y_r|) + floor_rel * M + floor_abs) + arith_abs_rel * M
+//            -- one code step of the format: step_rel = 2 u_F relative (+ 2 u_E4M3 for NVFP4, whose E4M3 block scale
+//            can flip too), floor_rel / floor_abs the step near zero (the subnormal or integer step, relative to the
+//            scale group's amax <= M, or absolute for unscaled formats); or any code difference no larger than the
+//            FP32 arithmetic (arith_abs_rel = kMaxAbsFactor * fp32_floor: an element near zero whose FP32 and FP64
+//            values lie codes or signs apart)
+//   illegal  otherwise, or non-finite.
+// Quantised formats: the reference takes over every legal element of the backend's store (equal or flip), so that the
+// two stores agree exactly from there on and no code difference propagates; fp32: nothing is taken over.
+// The flips of a run may be at most max_flip_fraction of the stored elements (+ kFlipCountSlack elements):
+//   max_flip_fraction = kFlipFractionCoeff * fp32_floor(K, T_eff) / u_F   (NVFP4: + the same over u_E4M3, its block
+//                                                                          scales flipping with their 16 elements)
+// the chance that a code boundary falls between the FP32 and the FP64 state: their distance (relative, the FP32
+// floor, which itself has a margin of ~20 over the measured distance) over the code spacing (relative, >= u_F).
+inline constexpr double kStoreEqualCoeff = 16.0;   // equal_rel = kStoreEqualCoeff * fp32_floor (capped, see above)
+inline constexpr double kFlipSlack = 1.25;         // a flip may exceed one code step by a quarter (saturation, MX)
+inline constexpr double kFlipFractionCoeff = 1.0;
+inline constexpr double kFlipCountSlack = 32.0;    // flips allowed on top of the fraction: two NVFP4 block scales (16
+                                                   // elements each) or one MX block (32) flipping in a short run
+
+struct StoreTolerance {
+  double equal_rel = 0.0, equal_abs_rel = 0.0;
+  double step_rel = 0.0, floor_rel = 0.0, floor_abs = 0.0, arith_abs_rel = 0.0;
+  double max_flip_fraction = 0.0;
+  bool quantised = false;  // false for fp32: no flips, nothing taken over
+};
+
+struct ModeAwareTolerance {
+  Tolerance out_state;  // outputs and final state against the mode-aware reference
+  StoreTolerance store;
+};
+
+// One code step of a format near its top (relative) and near zero (relative to the scale group's amax, or absolute).
+inline void code_step(const Mode& m, double& step_rel, double& floor_rel, double& floor_abs) {
+  using formats::FormatId;
+  step_rel = 2.0 * unit_roundoff(m.format);
+  floor_rel = 0.0;
+  floor_abs = 0.0;
+  const bool scaled = m.scaling != formats::Scaling::none;
+  switch (m.format) {
+    case FormatId::fp32: step_rel = 0.0; break;                        // no codes: nothing may flip
+    case FormatId::bf16: floor_abs = std::ldexp(1.0, -133); break;     // bf16's smallest subnormal
+    case FormatId::fp16: floor_abs = std::ldexp(1.0, -24); break;      // fp16's smallest subnormal
+    case FormatId::fp8_e4m3:                                           // subnormal step 2^-9 of the unit scale
+      (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -9) / 448.0 : std::ldexp(1.0, -9);
+      break;
+    case FormatId::fp8_e5m2:
+      (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -16) / 57344.0 : std::ldexp(1.0, -16);
+      break;
+    case FormatId::int8: floor_rel = 1.0 / 127.0; break;              // one integer step of amax / 127
+    case FormatId::nvfp4:                                             // 0.5 of a block scale ~ amax_block / 6
+      step_rel += 2.0 * unit_roundoff(FormatId::fp8_e4m3);
+      floor_rel = 0.5 / 6.0 * (1.0 + std::ldexp(1.0, -4));
+      break;
+    case FormatId::mxfp8: floor_rel = std::ldexp(1.0, -9 - 8); break;  // 2^-9 x 2^(floor(log2 amax) - 8)
+    case FormatId::mxfp4: floor_rel = 0.5 / 4.0; break;               // 0.5 x 2^(floor(log2 amax) - 2)
+  }
+}
+
+// Against the mode-aware reference: n_tokens committed tokens, mem the effective memory of the case's decays.
+// Outputs and state: the FP32 floor alone, rel_rms = fp32_floor(K, T_eff), max-abs kMaxAbsFactor times it (of max|ref|).
+// Always far below 1: an all-zero output (rel-RMS 1) never passes.
+inline ModeAwareTolerance tolerance_vs_mode_aware(const Mode& m, int V, int K, long n_tokens, double mem) {
+  (void)V;
+  const double floor = fp32_floor(K, effective_tokens(n_tokens, mem));
+  ModeAwareTolerance t;
+  t.out_state = Tolerance{kMaxAbsFactor * floor, floor, 0.0};
+  StoreTolerance& s = t.store;
+  code_step(m, s.step_rel, s.floor_rel, s.floor_abs);
+  s.quantised = m.format != formats::FormatId::fp32;
+  if (!s.quantised) {
+    s.equal_rel = kMaxAbsFactor * floor;
+    s.equal_abs_rel = kMaxAbsFactor * floor;
+    s.max_flip_fraction = 0.0;
+  } else {
+    s.equal_rel = std::min(kStoreEqualCoeff * floor, 0.25 * unit_roundoff(m.format));
+    s.arith_abs_rel = kMaxAbsFactor * floor;
+    s.max_flip_fraction = kFlipFractionCoeff * floor / unit_roundoff(m.format);
+    // NVFP4: an E4M3 block scale flips as an element code does (chance floor / u_E4M3) and moves its 16 elements
+    if (m.format == formats::FormatId::nvfp4)
+      s.max_flip_fraction += kFlipFractionCoeff * floor / unit_roundoff(formats::FormatId::fp8_e4m3);
+  }
+  return t;
 }
 
 }  // namespace replayssm::emu

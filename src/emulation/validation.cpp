@@ -2,12 +2,16 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include "emulation/tolerances.h"
 #include "reference/head_record.h"
+#include "reference/mode_aware.h"
 
 namespace replayssm::emu {
 
@@ -264,6 +268,20 @@ CaseOutputs run_backend(DecodeBackend& be, const Mode& m, const CaseInputs& in) 
 }
 
 namespace {
+// "all-zero output" / "all-zero state" where the reference's is not zero: fails whatever the tolerance says.
+std::string zero_guard(const CaseOutputs& ref, const CaseOutputs& got) {
+  auto all_zero = [](const std::vector<double>& x) {
+    return std::all_of(x.begin(), x.end(), [](double e) { return e == 0.0; });
+  };
+  std::string why;
+  if (!ref.o.empty() && all_zero(got.o) && !all_zero(ref.o)) why += "all-zero output; ";
+  if (!ref.state.empty() && all_zero(got.state) && !all_zero(ref.state)) why += "all-zero state; ";
+  return why;
+}
+
+// The effective memory 1 / (1 - a_max) of a case's decays.
+double case_memory(const Case& c) { return 1.0 / std::max(1e-12, 1.0 - std::exp(c.g_hi)); }
+
 CheckRow base_row(const Mode& m, const Case& c, const CaseInputs& in, const char* against) {
   CheckRow row;
   row.arch = arch_name(in.shape.arch);
@@ -283,14 +301,13 @@ CheckRow base_row(const Mode& m, const Case& c, const CaseInputs& in, const char
 CheckRow check_vs_reference(const Mode& m, const Case& c, const CaseInputs& in, const CaseOutputs& ref,
                             const CaseOutputs& got) {
   CheckRow row = base_row(m, c, in, "fp64");
-  const double a_max = std::exp(c.g_hi);
-  const double mem = 1.0 / std::max(1e-12, 1.0 - a_max);
   Mode mm = m;
   mm.arch = in.shape.arch;
-  row.tol = tolerance_vs_fp64(mm, in.shape.dims.V, in.shape.dims.K, ref.n_tokens, mem);
+  row.tol = tolerance_vs_fp64(mm, in.shape.dims.V, in.shape.dims.K, ref.n_tokens, case_memory(c));
   row.out = compare(ref.o, got.o, row.tol);
   row.state = compare(ref.state, got.state, row.tol);
-  row.pass = row.out.pass && row.state.pass && ref.n_tokens == got.n_tokens;
+  row.why = zero_guard(ref, got);
+  row.pass = row.out.pass && row.state.pass && ref.n_tokens == got.n_tokens && row.why.empty();
   return row;
 }
 
@@ -359,6 +376,344 @@ std::vector<Mode> modes_for(Arch a, bool main_only) {
     }
   }
   return out;
+}
+
+// ================================ the mode-aware FP64 reference ================================
+namespace {
+
+using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Token t of value head h of sequence b from a TokenBatch, as the emulation reads it (EmulatedBackend::token), in FP64.
+ref::HeadToken batch_head_token(const Dims& d, const TokenBatch& in, int b, int t, int h) {
+  const std::size_t bt = std::size_t(b) * std::size_t(in.T) + std::size_t(t);
+  const std::size_t g = std::size_t(h / (d.H / d.G));
+  const std::size_t hv = bt * std::size_t(d.H) + std::size_t(h);
+  ref::HeadToken tok;
+  tok.a = double(in.a[hv]);
+  tok.beta = in.beta ? double(in.beta[hv]) : 1.0;
+  tok.v = Eigen::Map<const Eigen::VectorXf>(in.v + hv * std::size_t(d.V), d.V).cast<double>();
+  tok.k = Eigen::Map<const Eigen::VectorXf>(in.k + (bt * std::size_t(d.G) + g) * std::size_t(d.K), d.K).cast<double>();
+  tok.q = Eigen::Map<const Eigen::VectorXf>(in.q + (bt * std::size_t(d.G) + g) * std::size_t(d.K), d.K).cast<double>();
+  if (in.skip) tok.skip = Eigen::Map<const Eigen::VectorXf>(in.skip + hv * std::size_t(d.V), d.V).cast<double>();
+  return tok;
+}
+
+ref::ModeAwareSpec spec_of(const Mode& m, const Dims& d) {
+  ref::ModeAwareSpec s;
+  s.recurrence = m.arch == Arch::gdn ? ref::Recurrence::kGdn : ref::Recurrence::kMamba2;
+  s.policy = m.policy == Policy::conventional_shared ? ref::StorePolicy::kConventionalShared
+             : m.policy == Policy::replay_shared     ? ref::StorePolicy::kReplayShared
+                                                     : ref::StorePolicy::kReplaySplit;
+  s.usource = m.usource == USource::hp ? ref::SplitUSource::kHp
+              : m.usource == USource::lp ? ref::SplitUSource::kLp
+                                         : ref::SplitUSource::kRecompute;
+  s.V = d.V;
+  s.K = d.K;
+  s.L = m.L;
+  s.max_drafts = m.max_drafts;
+  return s;
+}
+
+// The mode-aware reference of every head of a batch behind the backend interface. Each head's store encodes with the
+// shared codecs (encode_head / decode_head) under the head index b H + h and the sequence's token index, as the
+// emulation does; its codes are what stored() returns (flips taken over by run_mode_aware change the decoded copy
+// only).
+class ModeAwareReference final : public DecodeBackend {
+ public:
+  std::string name() const override { return "mode-aware-fp64"; }
+  std::string device() const override { return "cpu (FP64 mode-aware reference)"; }
+
+  void init(const Dims& d, const Mode& m, const float* S0) override { start(d, m, S0, 0); }
+  // sr_offset: added to the SR step of every token store (mutation tests; 0 otherwise).
+  void start(const Dims& d, const Mode& m, const float* S0, std::uint32_t sr_offset) {
+    check_mode(m, d);
+    d_ = d;
+    m_ = m;
+    sr_offset_ = sr_offset;
+    lay_ = store_layout(m, d.V, d.K);
+    const std::size_t nh = d.heads(), VK = std::size_t(d.V) * std::size_t(d.K);
+    codes_.assign(nh * lay_.code_bytes, 0);
+    scales_.assign(nh * lay_.scale_bytes, 0);
+    tok_.assign(std::size_t(d.B), 0);
+    pendingT_ = 0;
+    heads_.clear();
+    const ref::ModeAwareSpec spec = spec_of(m, d);
+    for (std::size_t hh = 0; hh < nh; ++hh) {
+      const Eigen::MatrixXd S = S0 ? Eigen::MatrixXd(Eigen::Map<const RowMajorF>(S0 + hh * VK, d.V, d.K).cast<double>())
+                                   : Eigen::MatrixXd::Zero(d.V, d.K);
+      ref::StoreFn store = [this, hh](const float* x, std::uint32_t step, float* out) {
+        const std::uint32_t st = step == ref::kInitStoreStep ? kInitStep : step + sr_offset_;
+        std::uint8_t* c = codes_.data() + hh * lay_.code_bytes;
+        std::uint8_t* sc = scales_.data() + hh * lay_.scale_bytes;
+        encode_head(m_, x, d_.V, d_.K, std::uint32_t(hh), st, c, sc);
+        decode_head(m_, c, sc, d_.V, d_.K, out);
+      };
+      heads_.push_back(ref::make_mode_aware_head(spec, S, std::move(store)));
+    }
+  }
+
+  void step64(const TokenBatch& in, double* o) {
+    if (heads_.empty()) throw std::logic_error("mode-aware reference: init() first");
+    if (pendingT_ != 0) throw std::logic_error("mode-aware reference: accept() the pending verify first");
+    if (in.T != 1) throw std::invalid_argument("mode-aware reference: step needs T = 1");
+    for (int b = 0; b < d_.B; ++b) {
+      for (int h = 0; h < d_.H; ++h) {
+        const std::size_t hh = std::size_t(b) * std::size_t(d_.H) + std::size_t(h);
+        const Eigen::VectorXd oh = heads_[hh]->step(batch_head_token(d_, in, b, 0, h), std::uint32_t(tok_[std::size_t(b)]));
+        for (int r = 0; r < d_.V; ++r) o[hh * std::size_t(d_.V) + std::size_t(r)] = oh[r];
+      }
+      ++tok_[std::size_t(b)];
+    }
+  }
+  void verify64(const TokenBatch& in, double* o) {
+    if (heads_.empty()) throw std::logic_error("mode-aware reference: init() first");
+    if (pendingT_ != 0) throw std::logic_error("mode-aware reference: accept() the pending verify first");
+    const int T = in.T;
+    if (T < 1 || T > m_.max_drafts) throw std::invalid_argument("mode-aware reference: verify T out of range");
+    for (int b = 0; b < d_.B; ++b)
+      for (int h = 0; h < d_.H; ++h) {
+        const std::size_t hh = std::size_t(b) * std::size_t(d_.H) + std::size_t(h);
+        std::vector<ref::HeadToken> drafts;
+        for (int i = 0; i < T; ++i) drafts.push_back(batch_head_token(d_, in, b, i, h));
+        const auto outs = heads_[hh]->verify(drafts, std::uint32_t(tok_[std::size_t(b)]));
+        for (int i = 0; i < T; ++i)
+          for (int r = 0; r < d_.V; ++r)
+            o[((std::size_t(b) * std::size_t(T) + std::size_t(i)) * std::size_t(d_.H) + std::size_t(h)) *
+                  std::size_t(d_.V) +
+              std::size_t(r)] = outs[std::size_t(i)][r];
+      }
+    pendingT_ = T;
+  }
+  void state64(double* S) const {
+    const std::size_t VK = std::size_t(d_.V) * std::size_t(d_.K);
+    for (std::size_t hh = 0; hh < heads_.size(); ++hh) {
+      const Eigen::MatrixXd M = heads_[hh]->state();
+      for (int r = 0; r < d_.V; ++r)
+        for (int c = 0; c < d_.K; ++c) S[hh * VK + std::size_t(r) * std::size_t(d_.K) + std::size_t(c)] = M(r, c);
+    }
+  }
+
+  void step(const TokenBatch& in, float* o) override {
+    std::vector<double> o64(d_.heads() * std::size_t(d_.V));
+    step64(in, o64.data());
+    std::transform(o64.begin(), o64.end(), o, [](double x) { return float(x); });
+  }
+  void verify(const TokenBatch& in, float* o) override {
+    std::vector<double> o64(d_.heads() * std::size_t(in.T) * std::size_t(d_.V));
+    verify64(in, o64.data());
+    std::transform(o64.begin(), o64.end(), o, [](double x) { return float(x); });
+  }
+  void accept(const int* accepted) override {
+    if (pendingT_ == 0) throw std::logic_error("mode-aware reference: accept without a verify");
+    for (int b = 0; b < d_.B; ++b) {
+      const int a = accepted[b];
+      if (a < 0 || a > pendingT_) throw std::invalid_argument("mode-aware reference: accepted length out of range");
+      for (int h = 0; h < d_.H; ++h) heads_[std::size_t(b) * std::size_t(d_.H) + std::size_t(h)]->accept(a);
+      tok_[std::size_t(b)] += a;
+    }
+    pendingT_ = 0;
+  }
+  void state(float* S) override {
+    std::vector<double> s64(d_.state_elems());
+    state64(s64.data());
+    std::transform(s64.begin(), s64.end(), S, [](double x) { return float(x); });
+  }
+  void stored(std::vector<std::uint8_t>& c, std::vector<std::uint8_t>& s) override {
+    c = codes_;
+    s = scales_;
+  }
+  long flushes() const override {
+    long f = 0;
+    for (int b = 0; b < d_.B; ++b) f += heads_[std::size_t(b) * std::size_t(d_.H)]->flushes();
+    return f;
+  }
+
+  ref::ModeAwareHead& head(std::size_t hh) { return *heads_[hh]; }
+  std::size_t n_heads() const { return heads_.size(); }
+
+ private:
+  Dims d_;
+  Mode m_;
+  std::uint32_t sr_offset_ = 0;
+  StoreLayout lay_;
+  std::vector<std::uint8_t> codes_, scales_;
+  std::vector<std::unique_ptr<ref::ModeAwareHead>> heads_;
+  std::vector<long> tok_;
+  int pendingT_ = 0;
+};
+
+// The backend's stored copy against the reference's after init (op -1) and after every op (StoreTolerance).
+class StoreReconciler {
+ public:
+  StoreReconciler(ModeAwareReference& ref, const Mode& m, const Dims& d, const StoreTolerance& tol, StoreCheck& out)
+      : ref_(ref), m_(m), d_(d), tol_(tol), out_(out), lay_(store_layout(m, d.V, d.K)), seen_(d.heads(), 0) {}
+
+  void check(DecodeBackend& be, long op) {
+    const std::size_t nh = d_.heads(), VK = std::size_t(d_.V) * std::size_t(d_.K);
+    long new_stores = 0;
+    for (std::size_t hh = 0; hh < nh; ++hh) {
+      const long s = ref_.head(hh).stores() + 1;  // + the initial store
+      new_stores += s - seen_[hh];
+      seen_[hh] = s;
+    }
+    const long elements = new_stores * long(VK);
+    out_.stores += new_stores;
+    out_.elements += elements;
+    be.stored(codes_, scales_);
+    if (codes_.size() != nh * lay_.code_bytes || scales_.size() != nh * lay_.scale_bytes) {
+      ++out_.layout_mismatches;
+      if (out_.first_illegal_op < -1) out_.first_illegal_op = op;
+      return;
+    }
+    long flips = 0, illegal = 0;
+    y_.resize(VK);
+    for (std::size_t hh = 0; hh < nh; ++hh) {
+      decode_head(m_, codes_.data() + hh * lay_.code_bytes, scales_.data() + hh * lay_.scale_bytes, d_.V, d_.K,
+                  y_.data());
+      ref::ModeAwareHead& head = ref_.head(hh);
+      const Eigen::MatrixXd& yr = head.stored();
+      const double M = yr.cwiseAbs().maxCoeff();
+      for (int r = 0; r < d_.V; ++r)
+        for (int c = 0; c < d_.K; ++c) {
+          const double ye = double(y_[std::size_t(r) * std::size_t(d_.K) + std::size_t(c)]), yv = yr(r, c);
+          if (!std::isfinite(ye) || !std::isfinite(yv)) {
+            ++illegal;
+            continue;
+          }
+          const double diff = std::fabs(ye - yv), mx = std::max(std::fabs(ye), std::fabs(yv));
+          if (diff == 0.0) continue;
+          if (diff <= tol_.equal_rel * mx + tol_.equal_abs_rel * M) {
+            if (tol_.quantised) head.set_stored(r, c, ye);  // a scale ulps apart: take the backend's bits
+            continue;
+          }
+          if (tol_.quantised && diff <= kFlipSlack * (tol_.step_rel * mx + tol_.floor_rel * M + tol_.floor_abs) +
+                                            tol_.arith_abs_rel * M) {
+            head.set_stored(r, c, ye);  // the neighbouring code: the reference continues from it
+            ++flips;
+          } else {
+            ++illegal;
+          }
+        }
+    }
+    out_.flips += flips;
+    out_.illegal += illegal;
+    if (flips > 0)
+      out_.max_op_flip_fraction =
+          std::max(out_.max_op_flip_fraction, elements > 0 ? double(flips) / double(elements) : 1.0);
+    if (illegal > 0 && out_.first_illegal_op < -1) out_.first_illegal_op = op;
+  }
+
+ private:
+  ModeAwareReference& ref_;
+  Mode m_;
+  Dims d_;
+  StoreTolerance tol_;
+  StoreCheck& out_;
+  StoreLayout lay_;
+  std::vector<long> seen_;
+  std::vector<std::uint8_t> codes_, scales_;
+  std::vector<float> y_;
+};
+
+long committed_tokens(const std::vector<Op>& ops) {
+  long n = 0;
+  for (const Op& op : ops) n += op.verify ? accepted_of(op, 0) : 1;
+  return n;
+}
+
+}  // namespace
+
+std::unique_ptr<DecodeBackend> make_mode_aware_reference() { return std::make_unique<ModeAwareReference>(); }
+
+ModeAwareRun run_mode_aware(DecodeBackend& be, const Mode& m, const Case& c, const CaseInputs& in,
+                            const ModeAwareOptions& opt) {
+  const Dims& d = in.shape.dims;
+  Mode mm = m;
+  mm.arch = in.shape.arch;
+  Mode bm = opt.backend_mode ? *opt.backend_mode : mm;
+  bm.arch = in.shape.arch;
+  const StoreTolerance st =
+      tolerance_vs_mode_aware(mm, d.V, d.K, committed_tokens(in.op_list), case_memory(c)).store;
+  ModeAwareReference ref;
+  ref.start(d, mm, in.S0.data(), opt.reference_sr_step_offset);
+  be.init(d, bm, in.S0.data());
+  ModeAwareRun run;
+  StoreReconciler rec(ref, mm, d, st, run.stores);
+  rec.check(be, -1);
+  std::vector<double> o64;
+  std::vector<float> of;
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    const Op& op = in.op_list[i];
+    const TokenBatch tb = in.ops[i].view();
+    const std::size_t n = std::size_t(d.B) * std::size_t(op.T) * std::size_t(d.H) * std::size_t(d.V);
+    o64.assign(n, 0.0);
+    of.assign(n, 0.0f);
+    if (op.verify) {
+      ref.verify64(tb, o64.data());
+      be.verify(tb, of.data());
+      std::vector<int> acc(std::size_t(d.B));
+      for (int b = 0; b < d.B; ++b) acc[std::size_t(b)] = accepted_of(op, b);
+      ref.accept(acc.data());
+      be.accept(acc.data());
+      run.ref.n_tokens += acc[0];
+      run.got.n_tokens += acc[0];
+    } else {
+      ref.step64(tb, o64.data());
+      be.step(tb, of.data());
+      run.ref.n_tokens += 1;
+      run.got.n_tokens += 1;
+    }
+    run.ref.o.insert(run.ref.o.end(), o64.begin(), o64.end());
+    run.got.o.insert(run.got.o.end(), of.begin(), of.end());
+    rec.check(be, long(i));
+  }
+  run.ref.state.resize(d.state_elems());
+  ref.state64(run.ref.state.data());
+  std::vector<float> S(d.state_elems());
+  be.state(S.data());
+  run.got.state.assign(S.begin(), S.end());
+  ref.stored(run.ref.codes, run.ref.scales);
+  be.stored(run.got.codes, run.got.scales);
+  run.ref.flushes = ref.flushes();
+  run.got.flushes = be.flushes();
+  return run;
+}
+
+CheckRow check_vs_mode_aware(const Mode& m, const Case& c, const CaseInputs& in, const ModeAwareRun& run,
+                             const CaseOutputs* fp64) {
+  CheckRow row = base_row(m, c, in, "fp64-mode");
+  Mode mm = m;
+  mm.arch = in.shape.arch;
+  const ModeAwareTolerance t =
+      tolerance_vs_mode_aware(mm, in.shape.dims.V, in.shape.dims.K, run.ref.n_tokens, case_memory(c));
+  row.tol = t.out_state;
+  row.out = compare(run.ref.o, run.got.o, row.tol);
+  row.state = compare(run.ref.state, run.got.state, row.tol);
+  row.stores = run.stores;
+  row.max_flip_fraction = t.store.max_flip_fraction;
+  const double allowed = t.store.max_flip_fraction * double(run.stores.elements) + kFlipCountSlack;
+  std::ostringstream why;
+  if (!row.out.pass) why << "output beyond the FP32 bound; ";
+  if (!row.state.pass) why << "state beyond the FP32 bound; ";
+  if (run.stores.layout_mismatches) why << "stored layout differs (" << run.stores.layout_mismatches << " checks); ";
+  if (run.stores.illegal)
+    why << run.stores.illegal << " stored elements beyond one code step (first at op " << run.stores.first_illegal_op
+        << "); ";
+  if (run.stores.flips > 0 && double(run.stores.flips) > allowed)
+    why << run.stores.flips << " flipped codes > " << allowed << " allowed; ";
+  if (run.ref.n_tokens != run.got.n_tokens) why << "token count differs; ";
+  if (run.ref.flushes != run.got.flushes)
+    why << "flushes " << run.got.flushes << " != " << run.ref.flushes << "; ";
+  why << zero_guard(run.ref, run.got);
+  row.why = why.str();
+  row.pass = row.why.empty();
+  if (fp64) {
+    const double inf = std::numeric_limits<double>::infinity();
+    row.fp64_measured = true;
+    row.fp64_out = compare(fp64->o, run.got.o, Tolerance{inf, inf, 0.0});
+    row.fp64_state = compare(fp64->state, run.got.state, Tolerance{inf, inf, 0.0});
+  }
+  return row;
 }
 
 }  // namespace replayssm::emu

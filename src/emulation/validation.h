@@ -1,8 +1,12 @@
 #pragma once
 // The validation harness shared by `replayssm validate` and tests/kernels: cases (op sequences on fresh random
-// inputs, awkward lengths and decays, every accepted length), the FP64 reference of a case, and the comparison
-// of a backend against it (and of one backend against another) with the tolerances of tolerances.h.
+// inputs, awkward lengths and decays, every accepted length), the FP64 references of a case -- the plain recurrence
+// (run_reference) and the mode-aware one (run_mode_aware: the format's codec applied where the mode stores,
+// reference/README.md) -- and the comparison of a backend against them (and of one backend against another) with the
+// tolerances of tolerances.h. The pass criterion of a mode is check_vs_mode_aware; check_vs_reference measures the
+// distance to the exact recurrence.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,19 +68,72 @@ struct CaseOutputs {
 CaseOutputs run_reference(const CaseInputs& in);  // FP64 spec: recurrent steps
 CaseOutputs run_backend(DecodeBackend& be, const Mode& m, const CaseInputs& in);
 
+// The stored F copy of a backend against the mode-aware reference's, compared element by element after init and after
+// every op (tolerances.h, StoreTolerance): equal, a flip (the neighbouring code; taken over by the reference), or
+// illegal.
+struct StoreCheck {
+  long stores = 0;           // stores the reference made (head x store; the initial store included)
+  long elements = 0;         // elements in those stores
+  long flips = 0;            // elements one code step from the reference's store (taken over)
+  long illegal = 0;          // elements further away, or non-finite
+  long layout_mismatches = 0;  // checks where the backend's stored bytes do not have the mode's layout
+  double max_op_flip_fraction = 0.0;  // the largest flips / stored elements of one op
+  long first_illegal_op = -2;         // -1 = the initial store, 0.. = op index; -2 = none
+  double flip_fraction() const { return elements > 0 ? double(flips) / double(elements) : 0.0; }
+};
+
 struct CheckRow {
   std::string arch, kernel, mode, case_name, shape, against;
   Comparison out, state;
   Tolerance tol;
   bool pass = false;
   double bits_identical = -1.0;  // fraction of identical stored bytes (backend vs emulation), -1 = n/a
+  // check_vs_mode_aware only:
+  StoreCheck stores;
+  double max_flip_fraction = -1.0;  // the allowed flip fraction, -1 = n/a
+  bool fp64_measured = false;       // fp64_out / fp64_state hold the plain-FP64 distance (a measurement, not a criterion)
+  Comparison fp64_out, fp64_state;
+  std::string why;  // the failed criteria, "" when it passes
 };
-// Backend vs the FP64 reference, with tolerance_vs_fp64(m, ...).
+// Backend vs the FP64 reference, with tolerance_vs_fp64(m, ...). A measurement of the distance to the exact recurrence;
+// since the mode-aware reference exists it is not the pass criterion of a quantised mode (tolerance_vs_fp64 caps at
+// rel-RMS 1 for 4-bit formats re-quantised every token): use check_vs_mode_aware. An all-zero output or state where
+// the reference's is not zero fails here whatever the tolerance.
 CheckRow check_vs_reference(const Mode& m, const Case& c, const CaseInputs& in, const CaseOutputs& ref,
                             const CaseOutputs& got);
 // Backend vs the emulation (kEmulationTolerance); also the fraction of identical stored bytes.
 CheckRow check_vs_emulation(const Mode& m, const Case& c, const CaseInputs& in, const CaseOutputs& emu,
                             const CaseOutputs& got);
+
+// ---- The mode-aware FP64 reference (reference/mode_aware.h, reference/README.md) ----
+// The FP64 recurrence of a mode with the format's codec applied exactly where the mode stores, as a DecodeBackend
+// (its FP64 outputs and states are rounded to FP32 at this interface; run_mode_aware uses them unrounded).
+std::unique_ptr<DecodeBackend> make_mode_aware_reference();
+
+struct ModeAwareOptions {
+  // Mutation tests only: run the backend in this mode (arch taken from the case) while the reference keeps m.
+  const Mode* backend_mode = nullptr;
+  // Mutation tests only: added to the SR step index of every token store of the reference.
+  std::uint32_t reference_sr_step_offset = 0;
+};
+
+struct ModeAwareRun {
+  CaseOutputs ref;  // the mode-aware reference (FP64): outputs and final state, the backend's flips taken over
+  CaseOutputs got;  // the backend's
+  StoreCheck stores;
+};
+// Runs the backend and the mode-aware reference of m side by side over a case. After init and after every op the
+// backend's stored copy (DecodeBackend::stored) is compared with the reference's, element by element: a flip (the
+// neighbouring code, because the FP32 and FP64 states straddle a rounding boundary) is taken over by the reference, so
+// that what remains between them is FP32 arithmetic only; anything further is counted illegal.
+ModeAwareRun run_mode_aware(DecodeBackend& be, const Mode& m, const Case& c, const CaseInputs& in,
+                            const ModeAwareOptions& opt = {});
+// Backend vs the mode-aware reference with tolerance_vs_mode_aware: outputs and final state within the FP32 bound, no
+// illegal stored element, flips within the allowed fraction, the same token and flush counts, and neither output nor
+// state all-zero where the reference's is not. With fp64 (run_reference of the same inputs), the plain-FP64 distance
+// is filled in as a measurement (fp64_out, fp64_state), not as a criterion.
+CheckRow check_vs_mode_aware(const Mode& m, const Case& c, const CaseInputs& in, const ModeAwareRun& run,
+                             const CaseOutputs* fp64 = nullptr);
 
 // The validation modes of an arch: every policy (and GDN u-source) x formats. main_only: fp32, bf16,
 // fp8_e4m3/row, nvfp4/block.

@@ -2,11 +2,11 @@
 // Device only: CUDA's hardware conversions where they equal minifloat.h bit for bit, for the kernels' hot loops.
 // - RNE encode of two floats at once (cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32, cvt.rn.satfinite.e4m3x2.f32 / e5m2x2 on
 //   sm_89+): the software RNE is ~25 integer instructions per element, the hardware one instruction per pair, and the
-//   flush / conventional kernels encode every state element they write (v16).
+//   flush / conventional kernels encode every state element they write.
 // - E4M3 decode of a word of four codes (cvt.rn.f16x2.e4m3x2: every E4M3 value is an FP16 value, so the conversion
-//   and FP16 -> FP32 are exact) times a scale (v20).
+//   and FP16 -> FP32 are exact) times a scale.
 // minifloat.h stays the definition: test_formats_gpu checks both against it on every float32 pattern / every word
-// of four codes, and stochastic rounding always goes through it (kernels/PERF_NOTES.md, ninth pass).
+// of four codes, and stochastic rounding always goes through it (kernels/PERF_NOTES.md).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -42,8 +42,8 @@ __device__ __forceinline__ void hw_rne_encode2(float x0, float x1, std::uint32_t
 
 // The four codes of w (code e in byte e) times s: the bits of mul_rn(e4m3_decode(c_e), s) for every non-NaN code; a
 // NaN code gives a NaN (the hardware's, not necessarily the codec's bits). For values that only feed arithmetic, where
-// any NaN operand gives the canonical NaN: the non-flush dots of replay_head and replay_group (v22;
-// test_formats_gpu checks both decodes on every word).
+// any NaN operand gives the canonical NaN: the non-flush dots of replay_head and replay_group
+// (test_formats_gpu checks both decodes on every word).
 __device__ __forceinline__ void hw_e4m3_decode4_scaled_arith(std::uint32_t w, float s, float (&out)[4]) {
   const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xFFFFu), __NV_E4M3);
   const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3);

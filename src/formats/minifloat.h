@@ -165,7 +165,7 @@ REPLAYSSM_HD float e4m3_decode(uint8_t c) {
 // (an FP32 denormal for the E4M3 subnormals), so x * (s 2^120) is the exact value * s under one rounding, the bits
 // of mul_rn(e4m3_decode(c), s). Returns false where that does not hold, out unspecified: a NaN code in the word, or
 // s 2^120 not finite (|s| >= 2^8, Inf, NaN); the caller then decodes code by code. The kernels' hot decode (about
-// 4 instructions per code instead of 10; kernels/PERF_NOTES.md, v10). (The uint32 -> int32 conversion wraps and
+// 4 instructions per code instead of 10; kernels/PERF_NOTES.md). (The uint32 -> int32 conversion wraps and
 // t >> 4 on a negative int32 is arithmetic: GCC, Clang and NVCC define both so, C++20 requires them.)
 // Whether a word of four E4M3 codes holds a NaN code (0x7F / 0xFF): a byte's low 7 bits all set carry into its top bit.
 REPLAYSSM_HD bool e4m3_word_has_nan(uint32_t w) { return (((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0u; }

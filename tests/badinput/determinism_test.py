@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Determinism: two runs of `replayssm validate --backend emulated` print bit-identical tables (every case's
-max-abs and rel-RMS to 4 significant digits, with --verbose, and the same exit code), on random cases and on an
-activation dump. The only line allowed to differ is the final summary's wall time.
+"""Determinism: two runs of `replayssm validate --backend emulated` both pass (exit 0, a summary with checks and
+none failed) and print bit-identical tables (every case's max-abs and rel-RMS to 4 significant digits, with
+--verbose), on random cases and on an activation dump. The only line allowed to differ is the final summary's wall
+time. A run that exits 1 (a check failed) fails this test even when both runs agree.
 (The sweep's determinism, two runs giving bit-identical HDF5 datasets, is tests/sweep/sweep_cli_test.py.)
 Run with Debian's /usr/bin/python3; the CLI comes from $REPLAYSSM_CLI (or argv[1])."""
 import os
@@ -13,10 +14,16 @@ import tempfile
 CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
 
 
-def table(*args):
+SUMMARY = re.compile(r"^validate: (\d+) checks, (\d+) failed \(\d+(\.\d+)? s\)$", re.M)
+
+
+def table(label, *args):
     r = subprocess.run([CLI, "validate", "--backend", "emulated", "--verbose", *args], capture_output=True, text=True)
-    if r.returncode not in (0, 1):
-        print(r.stdout[-2000:], r.stderr)
+    summary = SUMMARY.search(r.stdout)
+    if r.returncode != 0 or not summary or int(summary.group(1)) == 0 or int(summary.group(2)) != 0:
+        failing = [line for line in r.stdout.splitlines() if " FAIL " in line][:5]
+        print(f"FAIL {label}: validate exited {r.returncode} (0 required), summary "
+              f"{summary.group(0) if summary else None!r}; failing rows: {failing}\n{r.stdout[-1500:]}{r.stderr}")
         sys.exit(1)
     # "validate: N checks, M failed (12.3 s)": drop the wall time only.
     out = re.sub(r"\(\d+(\.\d+)? s\)", "(<time>)", r.stdout)
@@ -33,7 +40,7 @@ with tempfile.TemporaryDirectory(prefix="determinism-") as tmp:
     runs = [("mamba2, small shapes + activations", ["--arch", "mamba2", "--shapes", "small", "--activations", acts])]
     failed = 0
     for label, args in runs:
-        a, b = table(*args), table(*args)
+        a, b = table(label, *args), table(label, *args)
         rows = len(a[1].splitlines())
         if a != b:
             failed += 1

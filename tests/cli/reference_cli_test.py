@@ -36,10 +36,10 @@ def gdn_numpy(q, k, v, g, beta, scale, S0=None):
     return o, S
 
 
-def mamba2_numpy(x, B, C, dt, A, D):
+def mamba2_numpy(x, B, C, dt, A, D, S0=None):
     T, H, P = x.shape
     _, G, N = B.shape
-    S = np.zeros((H, P, N))
+    S = np.zeros((H, P, N)) if S0 is None else S0.copy()
     y = np.zeros((T, H, P))
     for t in range(T):
         for h in range(H):
@@ -87,23 +87,48 @@ with tempfile.TemporaryDirectory() as tmp:
             for attr in ("tool_version", "git_sha", "compiler_flags", "device", "option.in"):
                 check(attr in f.attrs, f"provenance attribute {attr}")
 
-    # Mamba-2 with groups and D.
+    # Mamba-2 with groups and D; layer 0 from a non-zero initial state, layer 1 (float32 inputs) from zero. Both the
+    # outputs and the final state [H, P, N] are checked against the NumPy recurrence.
     T, H, G, P, N = 20, 4, 2, 3, 5
     x, B, C = rng.normal(size=(T, H, P)), rng.normal(size=(T, G, N)), rng.normal(size=(T, G, N))
     dt = np.log1p(np.exp(rng.normal(size=(T, H))))
     A, D = -np.exp(rng.uniform(0, 2, size=H)), rng.normal(size=H)
+    # Slow decay on head 0 (dt * A near -0.01) so that the initial state still matters at t = T; large enough to
+    # dominate the state early on.
+    A[0], dt[:, 0] = -0.05, 0.2
+    S0m = rng.normal(size=(H, P, N)) * 3.0
     dump = os.path.join(tmp, "m2.h5")
     with h5py.File(dump, "w") as f:
         f.attrs["arch"] = "mamba2"
-        for name, arr in dict(x=x, B=B, C=C, dt=dt, A=A, D=D).items():
+        for name, arr in dict(x=x, B=B, C=C, dt=dt, A=A, D=D, initial_state=S0m).items():
             f[f"layers/0/{name}"] = arr
+        for name, arr in dict(x=x, B=B, C=C, dt=dt, A=A, D=D).items():
+            f[f"layers/1/{name}"] = arr.astype(np.float32)
     r = run("reference", "--in", dump, "--out", out)
     check(r.returncode == 0, f"mamba2 reference exit {r.returncode}: {r.stderr.strip()}")
     if r.returncode == 0:
         with h5py.File(out, "r") as f:
-            y_ref, S_ref = mamba2_numpy(x, B, C, dt, A, D)
+            y_ref, S_ref = mamba2_numpy(x, B, C, dt, A, D, S0m)
+            y_zero, S_zero = mamba2_numpy(x, B, C, dt, A, D)
+            # The initial state must be visible in both outputs and final state, or the check below cannot tell.
+            check(np.abs(y_ref - y_zero).max() > 0.1 * np.abs(y_ref).max()
+                  and np.abs(S_ref - S_zero).max() > 0.1 * np.abs(S_ref).max(),
+                  "mamba2: the initial state changes the outputs and the final state")
+            check("final_state" in f["layers/0"], "mamba2: /layers/0/final_state written")
+            if "final_state" in f["layers/0"]:
+                fs = f["layers/0/final_state"][...]
+                check(fs.shape == (H, P, N), f"mamba2 final_state shape {fs.shape} (H, P, N) = {(H, P, N)}")
+                if fs.shape == (H, P, N):
+                    serr = np.abs(fs - S_ref).max() / np.abs(S_ref).max()
+                    check(serr < 1e-12, f"mamba2 final_state (from the initial state) vs numpy: {serr:.2e}")
             err = np.abs(f["layers/0/o"][...] - y_ref).max() / np.abs(y_ref).max()
-            check(err < 1e-12, f"mamba2 vs numpy: {err:.2e}")
+            check(err < 1e-12, f"mamba2 (from the initial state) vs numpy: {err:.2e}")
+            f32 = [a.astype(np.float32).astype(np.float64) for a in (x, B, C, dt, A, D)]
+            y1, S1 = mamba2_numpy(*f32)
+            err1 = np.abs(f["layers/1/o"][...] - y1).max() / np.abs(y1).max()
+            serr1 = np.abs(f["layers/1/final_state"][...] - S1).max() / np.abs(S1).max()
+            check(err1 < 1e-12 and serr1 < 1e-12, f"mamba2 layer 1 (float32 input, zero state) vs numpy: "
+                  f"{err1:.2e} {serr1:.2e}")
 
     # Bad inputs: one line naming the file and the field, exit 2, nothing left under the output name.
     def bad(name, mutate, field):

@@ -1,9 +1,9 @@
-// GPU (label gpu; exits 77 without a device): >= 2^25 float32 patterns through CUDA's device conversions
-// (__float2bfloat16_rn, __float2half_rn, __nv_cvt_float_to_fp8 satfinite, __nv_fp4_e2m1) give the bits of
-// src/formats on the CPU; src/formats compiled for the GPU gives the CPU's bits (RNE and SR); every head-state
-// codec gives the same packed codes, scales and decoded floats on the GPU as on the CPU; the kernels' hardware RNE
-// pairs (src/formats/hw_convert.cuh) equal the software encode on all 2^32 patterns, its E4M3 decode the codec on
-// every word of four codes.
+// GPU (label gpu; exits 77 without a device, 1 instead under REPLAYSSM_REQUIRE_GPU=1: no_device.h): >= 2^25 float32
+// patterns through CUDA's device conversions (__float2bfloat16_rn, __float2half_rn, __nv_cvt_float_to_fp8
+// satfinite, __nv_fp4_e2m1) give the bits of src/formats on the CPU; src/formats compiled for the GPU gives the
+// CPU's bits (RNE and SR); every head-state codec gives the same packed codes, scales and decoded floats on the GPU
+// as on the CPU; the kernels' hardware RNE pairs (src/formats/hw_convert.cuh) equal the software encode on all 2^32
+// patterns, its E4M3 decode the codec on every word of four codes.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include "catch.hpp"
 #include "cuda_oracle.h"
 #include "formats/state_codec.h"
+#include "no_device.h"
 #include "state_combos.h"
 
 using namespace replayssm::formats;
@@ -24,11 +25,7 @@ namespace co = replayssm::formats::cuda_oracle;
 namespace {
 void require_device() {
   std::string why;
-  if (!co::device_available(why)) {
-    std::printf("SKIP: %s\n", why.c_str());
-    std::fflush(stdout);
-    std::exit(77);
-  }
+  if (!co::device_available(why)) replayssm::testsupport::no_device_exit(why);  // 77, or 1 under REPLAYSSM_REQUIRE_GPU=1
 }
 float bf(uint32_t u) {
   float f;

@@ -14,7 +14,7 @@ using namespace replayssm::emu;
 using namespace replayssm::cudatest;
 
 namespace {
-// v55: head_step_kernel's form 2 (GDN's 8-bit row dots on the tensor cores; not the emulation's bits) on the awkward
+// head_step_kernel's tensor-core form (GDN's 8-bit row dots on the tensor cores; not the emulation's bits) on the awkward
 // cases at the real shape and at the real head dims with 4 heads, in the split layout with a CTA per head (where the
 // step kernel runs): every output and the final state within the FP64 tolerance of the mode, as every kernel; before the
 // first flush (every op a step, fewer than L of them) within tc_dots_tolerance of the emulation; and the form really ran.
@@ -22,9 +22,7 @@ namespace {
 void check_tc_dots(const Shape& s) {
   auto emu = make_emulated_backend();
   constexpr int kL = 16;
-  const KernelSplit split(1);
-  const GroupHeads heads(1);
-  const StepForm form(2);
+  DecodeBackend& be = gpu("layout=split,heads=1,dots=tc");
   const std::vector<Case> cases = cases_for(kL, 8, true, 40);
   long tc_launches = 0, tight_checks = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -36,9 +34,8 @@ void check_tc_dots(const Shape& s) {
     for (const Mode& m : modes_for(Arch::gdn, true)) {
       if (m.format != formats::FormatId::fp8_e4m3 || m.scaling != formats::Scaling::row || !m.replay()) continue;
       if (m.split() && m.usource != USource::lp) continue;
-      kern::fast_step_tc_launches(true);
-      const CaseOutputs g = run_backend(*gpu(), m, in);
-      tc_launches += kern::fast_step_tc_launches(false);
+      const CaseOutputs g = run_backend(be, m, in);
+      tc_launches += plan_has(be, "dots=tc");
       const CheckRow rr = check_vs_reference(m, c, in, ref, g);
       INFO(s.name << " " << rr.mode << " " << rr.case_name << "\n vs fp64 out: " << rr.out.summary()
                   << "\n vs fp64 state: " << rr.state.summary());
@@ -74,17 +71,14 @@ TEST_CASE("CUDA GDN step kernel with tensor-core row dots (form 2) at the real h
 }
 
 namespace {
-// v57: group_verify_kernel's form 2 (the FP32 verify's row dots as 3xTF32 on the tensor cores; not the emulation's
+// group_verify_kernel's tensor-core form (the FP32 verify's row dots as 3xTF32 on the tensor cores; not the emulation's
 // bits) on the awkward verify cases in the group layout (where that kernel runs): every output and the final state
 // within the FP64 tolerance of the mode, as every kernel; where no flush has run (a materialised state carries every
 // record's difference) within tc_dots_tolerance of the emulation; that the form ran from the launcher's draft count
 // (tc_verify_min_drafts) and not below it. The FP32 ReplaySSM modes whose verify runs that kernel (not GDN u=hp).
 void check_tc_verify(const Shape& s) {
   auto emu = make_emulated_backend();
-  const KernelSplit split(1);
-  const GroupHeads heads(kAllGroupHeads);
-  const FlushHint hint(1);
-  const StepForm form(2);
+  DecodeBackend& be = gpu("layout=split,hint=1,dots=tc," + kAllHeads);
   std::vector<Case> cases = cases_for(16, 8, true, 40);
   for (int T : {2, 4, 6, 8}) {  // verifies before any flush (6 tokens, windows of at most 14 records): tight checks
     Case c{"tc verify T=" + std::to_string(T) + " before a flush", std::vector<Op>(2), -2.0, -0.01, false};
@@ -103,9 +97,8 @@ void check_tc_verify(const Shape& s) {
       if (m.format != formats::FormatId::fp32 || !m.replay()) continue;
       if (m.split() && m.arch == Arch::gdn && m.usource == USource::hp) continue;
       ++n;
-      kern::fast_verify_tc_launches(true);
-      const CaseOutputs g = run_backend(*gpu(), m, in);
-      const long ran = kern::fast_verify_tc_launches(false);
+      const CaseOutputs g = run_backend(be, m, in);
+      const long ran = plan_has(be, "dots=tc");
       tc_launches += ran;
       // below the launcher's draft count form 1 runs (tc_verify_min_drafts)
       const bool below = std::all_of(c.ops.begin(), c.ops.end(), [&](const Op& op) {
@@ -136,7 +129,7 @@ void check_tc_verify(const Shape& s) {
 }  // namespace
 
 namespace {
-// v59: the grouped FP32 verify kernel runs its window sums in phases (verify_window_sums: GDN at every draft count,
+// The grouped FP32 verify kernel runs its window sums in phases (verify_window_sums: GDN at every draft count,
 // Mamba-2 from T = 6), which must keep the emulation's bits: every draft count T = 2..8 (at odd T a GDN thread runs a
 // chain past the last draft and drops it) at buffer positions n = 0, 1, 8 and 15 (the first verify's window from the
 // drafts alone up to n + T = 23 records, the capacity at L = 16, without an early flush); at n = 0, 1 and 15 sequence 0
@@ -145,10 +138,7 @@ namespace {
 // runs that kernel. Outputs, state and stored codes: bit for bit.
 void check_verify_draft_counts(const Shape& s) {
   auto emu = make_emulated_backend();
-  const KernelSplit split(1);
-  const GroupHeads heads(kAllGroupHeads);
-  const FlushHint hint(1);
-  const StepForm form(1);
+  DecodeBackend& be = gpu("layout=split,hint=1," + kAllHeads);
   long n = 0;
   for (int T = 2; T <= 8; ++T) {
     long launches = 0;
@@ -163,9 +153,8 @@ void check_verify_draft_counts(const Shape& s) {
         if (m.format != formats::FormatId::fp32 || !m.replay()) continue;
         if (m.split() && m.arch == Arch::gdn && m.usource == USource::hp) continue;
         ++n;
-        kern::fast_verify_kernel_launches(true);
-        const CaseOutputs g = run_backend(*gpu(), m, in);
-        launches += kern::fast_verify_kernel_launches(false);
+        const CaseOutputs g = run_backend(be, m, in);
+        launches += plan_has(be, "hot=group_verify");
         const CaseOutputs e = run_backend(*emu, m, in);
         INFO(s.name << " " << m.name() << " " << c.name);
         CHECK(e.flushes == g.flushes);
@@ -207,9 +196,7 @@ TEST_CASE("CUDA Mamba-2 grouped FP32 verify with tensor-core row dots (form 2) a
 TEST_CASE("CUDA Mamba-2 step kernel with form 2 set: form 1 runs, the emulation's bits", "[gpu][tc-dots]") {
   (void)gpu();
   auto emu = make_emulated_backend();
-  const KernelSplit split(1);
-  const GroupHeads heads(1);
-  const StepForm form(2);
+  DecodeBackend& be = gpu("layout=split,heads=1,dots=tc");
   const Shape s = real_head_shape(Arch::mamba2);
   const Case c = cases_for(16, 8, false, 24).at(1);  // T = L + 1: a step flush
   const CaseInputs in = make_inputs(s, c, 4999);
@@ -217,13 +204,11 @@ TEST_CASE("CUDA Mamba-2 step kernel with form 2 set: form 1 runs, the emulation'
   for (const Mode& m : modes_for(Arch::mamba2, true)) {
     if (m.format != formats::FormatId::fp8_e4m3 || m.scaling != formats::Scaling::row || !m.replay()) continue;
     ++n;
-    kern::fast_step_tc_launches(true);
-    kern::fast_step_kernel_launches(true);
-    const CheckRow re = check_vs_emulation(m, c, in, run_backend(*emu, m, in), run_backend(*gpu(), m, in));
+    const CheckRow re = check_vs_emulation(m, c, in, run_backend(*emu, m, in), run_backend(be, m, in));
     INFO(s.name << " " << re.mode << " " << re.case_name << "\n vs emu out: " << re.out.summary());
     CHECK(re.pass);
-    CHECK(kern::fast_step_kernel_launches(false) > 0);
-    CHECK(kern::fast_step_tc_launches(false) == 0);
+    CHECK(plan_has(be, "hot=head_step"));
+    CHECK_FALSE(plan_has(be, "dots=tc"));
   }
   REQUIRE(n == 2);
 }

@@ -1,14 +1,19 @@
-// The tuned kernel's host-side launch rules (kernels/common/decode_kernel.h), on the CPU: which heads share a CTA in
-// the ReplaySSM non-flush op (v12), which kernel layout an op runs (v13), and the shared-memory layout's invariants
-// (replay_smem.h, v14 / v15). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve
-// the grid at batch 1; the GPU tests check the results, this checks the choice.
+// The tuned kernels' launch plan (kernels/launch_plan.h) on the CPU: the override's parser, the plan at the bench's
+// shapes, the committed plan table, the rules it composes (which heads share a CTA in the non-flush op, which layout
+// an op runs, slices per flush CTA, the fused grid's mapping) and the shared-memory layout's invariants
+// (replay_smem.h). A wrong rule would put heads of two groups in one CTA (wrong shared k) or starve the grid at batch
+// 1; the GPU tests check the results, this checks the choice.
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "catch.hpp"
+#include "emulation/device_backend.h"
 #include "kernels/common/decode_kernel.h"
 #include "kernels/common/replay_smem.h"
 #include "kernels/common/tc_verify_layout.h"
@@ -45,7 +50,7 @@ TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid 
   const auto enough = [&](int B, int H, int g) {
     return static_cast<long long>(B) * H / g >= kMinGroupCtasPerSm * sms;
   };
-  const auto pair_enough = [&](int B, int H) {  // v58: two heads per CTA from 1.5 CTAs per SM
+  const auto pair_enough = [&](int B, int H) {  // two heads per CTA from 1.5 CTAs per SM
     return 2 * (static_cast<long long>(B) * H / 2) >= kMinPairCtasPerSmX2 * sms;
   };
   for (const int B : {1, 2, 16, 64, 256, 512}) {
@@ -66,9 +71,9 @@ TEST_CASE("group heads: the automatic rule groups verify ops and keeps the grid 
   CHECK(group_heads_rule(256, 8, 128, 8, 0, sms) == 16);  // the bench's B = 256 verify: whole groups
   CHECK(group_heads_rule(256, 16, 32, 8, 0, sms) == 2);
   CHECK(group_heads_rule(256, 16, 32, 0, 0, sms) == 1);   // the bench's B = 256 decode step: a CTA per head
-  CHECK(group_heads_rule(256, 8, 128, 1, 0, sms) == 16);  // verify of one draft groups too (v21)
-  // v58: two heads per CTA below 8 CTAs per SM, down to 1.5 (the measured GDN B = 16..64, Mamba-2 B = 4..16)
-  CHECK(group_heads_rule(64, 16, 32, 8, 0, sms) == 2);    // GDN: 1024 pair CTAs (v57: a CTA per head)
+  CHECK(group_heads_rule(256, 8, 128, 1, 0, sms) == 16);  // verify of one draft groups too
+  // two heads per CTA below 8 CTAs per SM, down to 1.5 (the measured GDN B = 16..64, Mamba-2 B = 4..16)
+  CHECK(group_heads_rule(64, 16, 32, 8, 0, sms) == 2);    // GDN: 1024 pair CTAs
   CHECK(group_heads_rule(16, 16, 32, 8, 0, sms) == 2);    // GDN: 256 pair CTAs
   CHECK(group_heads_rule(8, 16, 32, 8, 0, sms) == 1);     // GDN: 128 pair CTAs, slower than 256 per-head ones
   CHECK(group_heads_rule(4, 8, 128, 2, 0, sms) == 2);     // Mamba-2: 256 pair CTAs
@@ -107,7 +112,7 @@ TEST_CASE("flush slices of an op: several per CTA only for lean step flushes wit
   CHECK(step_flush_slices(0, 16, 0, true, 32, 4, sms) == 4);   // the bench's GDN step at B = 256 (early_hint 0)
   CHECK(step_flush_slices(0, 16, -1, true, 32, 4, sms) == 1);  // a caller that does not know of early flushes
   CHECK(step_flush_slices(0, 16, 1, true, 32, 4, sms) == 1);   // an early flush in the op (a step at capacity)
-  CHECK(step_flush_slices(0, 16, 0, false, 32, 4, sms) == 1);  // no lean step flush (REPLAYSSM_LEAN, V % 4)
+  CHECK(step_flush_slices(0, 16, 0, false, 32, 4, sms) == 1);  // no lean step flush (V % 4 != 0)
   for (const int forced : {2, 4, 1 << 20}) {                   // the tests' forced whole heads and pairs
     CHECK(step_flush_slices(forced, 1, 0, true, 32, 4, sms) == std::min(forced, 4));
     CHECK(step_flush_slices(forced, 1, 1, true, 32, 4, sms) == 1);
@@ -121,7 +126,7 @@ TEST_CASE("step records: head_step_kernel's fixed-records form exactly where a s
   CHECK(kStepFixedRecords == 15);
   CHECK(step_fixed_applies(16, 23, true));    // the bench's L = 16 (cap = L - 1 + 8 drafts)
   CHECK(step_fixed_applies(16, 15, true));    // no drafts: cap = L - 1
-  CHECK_FALSE(step_fixed_applies(16, 23, false));  // turned off (the tests' split-generic layout, A/B)
+  CHECK_FALSE(step_fixed_applies(16, 23, false));  // turned off (records=generic)
   CHECK_FALSE(step_fixed_applies(8, 15, true));    // 7 records: the generic form
   CHECK_FALSE(step_fixed_applies(32, 39, true));   // 31 records
   // The rule alone (the backend's cap is L - 1 + drafts >= L - 1, so these do not occur): min(L - 1, cap) decides.
@@ -130,11 +135,11 @@ TEST_CASE("step records: head_step_kernel's fixed-records form exactly where a s
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
-  // PERF_NOTES "seventh pass" and "ninth pass": split for verify (the group path lives there, u=recompute included;
-  // drafts = T) and for low-precision checkpoints; combined for the FP32 step (drafts = 0) and the u=recompute step,
-  // except GDN's FP32 step at the real dims, which head_step_kernel runs faster in the split layout (sixteenth pass).
+  // Split for verify (the group path lives there, u=recompute included; drafts = T) and for low-precision checkpoints;
+  // combined for the FP32 step (drafts = 0) and the u=recompute step, except the FP32 step at the real dims where the
+  // heads fill many waves, which head_step_kernel runs faster in the split layout.
   CHECK_FALSE(kernel_split_rule(32, 0, false));
-  CHECK(kernel_split_rule(32, 0, false, true));  // v35: GDN's FP32 step where head_step_kernel runs it
+  CHECK(kernel_split_rule(32, 0, false, true));  // the FP32 step where head_step_kernel runs it
   CHECK_FALSE(kernel_split_rule(32, 0, true, true));
   // ... where no sequence flushes, or at B H >= 8192 heads (B = 256 for H = 32), not at B = 16 or 64 with flushes
   CHECK(fp32_step_split_rule(32, 0));
@@ -143,7 +148,7 @@ TEST_CASE("kernel layout: the split kernels where they measured faster", "[kerne
   CHECK_FALSE(fp32_step_split_rule(16LL * 32, 1));
   CHECK_FALSE(fp32_step_split_rule(64LL * 32, 4));
   CHECK_FALSE(fp32_step_split_rule(64LL * 32, -1));
-  // Mamba-2 (H = 128, v53): where nothing flushes, or from B = 128; not at B = 16 or 64 with flushes
+  // Mamba-2 (H = 128): where nothing flushes, or from B = 128; not at B = 16 or 64 with flushes
   CHECK(fp32_step_split_rule(128, 0, false));
   CHECK(fp32_step_split_rule(128LL * 128, 8, false));
   CHECK(fp32_step_split_rule(512LL * 128, -1, false));
@@ -223,16 +228,16 @@ TEST_CASE("shared-memory layout: every table inside, none overlapping, 16-byte r
   INFO(checked << " layouts");
   CHECK(checked > 10000);
   CHECK(failures == 0);
-  // The ring offsets themselves (PERF_NOTES "eighth pass"): 112 B past a 128-byte boundary for replay_head, 0 for
+  // The ring offsets themselves (kernels/PERF_NOTES.md): 112 B past a 128-byte boundary for replay_head, 0 for
   // replay_group; 16-byte aligned, as cp.async needs.
   CHECK(kHeadRingMod * 4 == 112);
   CHECK(kGroupRingMod == 0);
   for (int end = 0; end < 100; ++end) CHECK(ring_offset(end, kHeadRingMod) - end < 32);
 }
 
-// v57: the verify form 2's index maps (tc_verify_layout.h). The kernel's bits do not depend on them (a wrong map gives
+// The tensor-core verify's index maps (tc_verify_layout.h). The kernel's bits do not depend on them (a wrong map gives
 // wrong dots, which [tc-verify] catches on the device), its speed does: these are the properties the bank-conflict
-// counts of PERF_NOTES' twenty-third pass rest on.
+// counts in kernels/PERF_NOTES.md rest on.
 TEST_CASE("verify form 2: the ring's chunk slots and the A build's entries are bijections without bank conflicts",
           "[kernels]") {
   using namespace replayssm::kern::fast;
@@ -297,40 +302,7 @@ TEST_CASE("verify form 2: A's fragments fit sK and sQ where the launcher runs it
   CHECK_FALSE(tc_verify_fits(8, 64, 23, 4));       // the real head dims only
 }
 
-// One environment variable, restored as it was at the end of the scope, so that other tests see the process's
-// environment.
-struct SavedEnv {
-  const char* name;
-  std::string value;
-  bool set;
-  explicit SavedEnv(const char* n) : name(n), set(std::getenv(n) != nullptr) {
-    if (set) value = std::getenv(n);
-  }
-  ~SavedEnv() { set ? setenv(name, value.c_str(), 1) : unsetenv(name); }
-  SavedEnv(const SavedEnv&) = delete;
-  SavedEnv& operator=(const SavedEnv&) = delete;
-};
-
-TEST_CASE("the folded step flush's environment knobs, as the launcher and the GPU tests read them", "[kernels]") {
-  using replayssm::kern::flush_fold_allowed_env;
-  using replayssm::kern::lean_paths_env;
-  const SavedEnv lean("REPLAYSSM_LEAN"), fold("REPLAYSSM_FLUSH_FOLD");
-  unsetenv("REPLAYSSM_LEAN");
-  unsetenv("REPLAYSSM_FLUSH_FOLD");
-  CHECK(lean_paths_env() == 7);
-  CHECK(flush_fold_allowed_env());
-  setenv("REPLAYSSM_LEAN", "5", 1);  // no lean step flush: v62's fold does not run
-  CHECK(lean_paths_env() == 5);
-  CHECK_FALSE(flush_fold_allowed_env());
-  setenv("REPLAYSSM_LEAN", "3", 1);
-  CHECK(flush_fold_allowed_env());
-  setenv("REPLAYSSM_FLUSH_FOLD", "0", 1);
-  CHECK_FALSE(flush_fold_allowed_env());
-  setenv("REPLAYSSM_FLUSH_FOLD", "1", 1);
-  CHECK(flush_fold_allowed_env());
-}
-
-TEST_CASE("fused step grid (v66): every flush row and every sequence exactly once, the flush rows spread", "[kernels]") {
+TEST_CASE("fused step grid: every flush row and every sequence exactly once, the flush rows spread", "[kernels]") {
   using replayssm::kern::fused_flush_row;
   using replayssm::kern::fused_step_seq;
   using replayssm::kern::fused_stride_rule;
@@ -367,65 +339,165 @@ TEST_CASE("fused step grid (v66): every flush row and every sequence exactly onc
   }
 }
 
-// v67: the mul-hi form of the grid's mapping must be v66's exactly wherever the launcher takes it (fused_mulhi_applies),
-// and the division it replaces exact up to that bound.
-TEST_CASE("fused step grid (v67): the mul-hi mapping equals v66's divisions wherever it applies", "[kernels]") {
-  using namespace replayssm::kern;
-  for (int B : {1, 2, 3, 16, 255, 256, 257, 512, 4096}) {
-    for (int F = 1; F <= B; F = F < 4 ? F + 1 : F * 2 + 1) {
-      for (int spread : {0, 25, 50, 75, 90, 100}) {
-        const int k = fused_stride_rule(B, F, spread);
-        INFO("B " << B << " F " << F << " spread " << spread << " stride " << k);
-        REQUIRE(fused_mulhi_applies(B + F, k));
-        const unsigned m = fused_mul_rule(k);
-        int mismatches = 0;
-        for (int y = 0; y < B + F; ++y) {
-          const int q = fused_flush_index_mulhi(y, F, k, m);
-          const int want = fused_flush_row(y, F, k) ? y / k : -1;
-          mismatches += q != want;
-          if (want < 0) mismatches += fused_step_seq_mulhi(y, F, k, m) != fused_step_seq(y, F, k);
-        }
-        CHECK(mismatches == 0);
+
+namespace {
+using namespace replayssm;
+using kern::Hot;
+using kern::Layout;
+using kern::Flush;
+
+// A problem at the bench's real shapes (GDN Qwen3.5, Mamba-2 Nemotron-H), L = 16, steady state, layouts fitting.
+kern::Problem real_problem(emu::Arch arch, emu::Policy pol, formats::FormatId f, int B, int T = 0,
+                           emu::USource u = emu::USource::lp) {
+  emu::Mode m;
+  m.arch = arch, m.policy = pol, m.usource = u, m.format = f, m.L = 16, m.max_drafts = 8;
+  m.scaling = f == formats::FormatId::fp32 ? formats::Scaling::none : formats::Scaling::row;
+  emu::Dims d;
+  d.B = B;
+  if (arch == emu::Arch::gdn) d.G = 16, d.H = 32, d.K = 128, d.V = 128;
+  else d.G = 8, d.H = 128, d.K = 128, d.V = 64;
+  const long long flushing = T == 0 && m.replay() ? (B + 15) / 16 : 0;
+  kern::Problem p = kern::make_problem(m, d, T == 0 ? kern::Op::step : kern::Op::verify, T == 0 ? 1 : T, flushing, 0);
+  kern::assume_layouts_fit(p);
+  return p;
+}
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and values rejected", "[kernels]") {
+  const kern::PlanOverride none = kern::parse_plan_override("");
+  CHECK(none.text.empty());
+  CHECK_FALSE(none.reference);
+  const kern::PlanOverride o =
+      kern::parse_plan_override(" dots=tc , layout=split,heads=2,slices=whole,hint=1,records=generic,pdl=off");
+  CHECK(o.layout == kern::PlanOverride::Layout::split);
+  CHECK(o.heads == 2);
+  CHECK(o.slices == kern::kWholeHead);
+  CHECK(o.hint == 1);
+  CHECK(o.generic_records);
+  CHECK(o.tc_dots);
+  CHECK(o.no_pdl);
+  CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off");
+  CHECK(kern::parse_plan_override(o.text).text == o.text);  // the canonical text parses to itself
+  CHECK(kern::parse_plan_override("kernel=reference").reference);
+  CHECK(kern::parse_plan_override("hint=unknown").hint == kern::kUnknownHint);
+  CHECK(kern::parse_plan_override("layout=split,layout=auto").layout == kern::PlanOverride::Layout::automatic);
+  for (const char* bad : {"lean=3", "layout=fast", "heads=-1", "heads=x", "slices=1.5", "hint=0", "dots=fast",
+                          "records=fixed", "pdl=on", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(kern::parse_plan_override(bad), std::invalid_argument);
+  }
+  try {
+    kern::parse_plan_override("heads=2,layuot=split");
+    FAIL("accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("layuot") != std::string::npos);  // the message names the key
+  }
+}
+
+TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
+  using emu::Arch;
+  using emu::Policy;
+  using formats::FormatId;
+  const kern::Device h200;
+  auto plan = [&](const kern::Problem& p, const std::string& o = "") {
+    return kern::plan_launch(p, h200, kern::parse_plan_override(o));
+  };
+  // conventional decode: one kernel, every batch
+  for (const int B : {1, 256})
+    CHECK(plan(real_problem(Arch::gdn, Policy::conventional_shared, FormatId::fp32, B)).layout == Layout::conventional);
+  // FP32 ReplaySSM step: combined below 8192 heads (GDN) / 16384 (Mamba-2), the fused grid from there
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::combined);
+  const kern::LaunchPlan g256 = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256));
+  CHECK(g256.layout == Layout::fused);
+  CHECK(g256.hot == Hot::head_step);
+  CHECK(g256.flush == Flush::fold_shared);
+  CHECK(g256.fixed_records);
+  CHECK(g256.flush_slices == 4);  // whole heads
+  CHECK(g256.fused_rows == 16);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::combined);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 128)).layout == Layout::fused);
+  // layout=split keeps the two kernels where the fused grid would run
+  const kern::LaunchPlan two = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=split");
+  CHECK(two.layout == Layout::split);
+  CHECK(two.pdl);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=split,pdl=off").pdl == false);
+  // row-scaled FP8 steps: the split layout, head_step_kernel and the folded flush, at every batch
+  for (const int B : {1, 16, 256}) {
+    const kern::LaunchPlan f8 = plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, B));
+    CHECK(f8.layout == Layout::split);
+    CHECK(f8.hot == Hot::head_step);
+    CHECK(f8.flush == Flush::fold_split);
+    CHECK_FALSE(f8.tc_dots);
+  }
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 256), "dots=tc").tc_dots);
+  CHECK_FALSE(plan(real_problem(Arch::mamba2, Policy::replay_split, FormatId::fp8_e4m3, 256), "dots=tc").tc_dots);
+  // GDN split u=hp / u=recompute: not head_step_kernel; the u=recompute step in the combined layout
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 256, 0, emu::USource::hp)).hot ==
+        Hot::head);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 256, 0, emu::USource::recompute))
+            .layout == Layout::combined);
+  // FP32 verify of 2..8 drafts: the grouped verify kernel; the tensor-core form from 4 (GDN) / 6 (Mamba-2) drafts
+  for (int T = 1; T <= 8; ++T) {
+    const kern::LaunchPlan v = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256, T), "dots=tc");
+    INFO("T " << T);
+    CHECK(v.layout == Layout::split);
+    CHECK(v.group_heads == 2);
+    CHECK(v.hot == (T >= 2 ? Hot::group_verify : Hot::group));
+    CHECK(v.tc_dots == (T >= kern::tc_verify_min_drafts(true)));
+    CHECK(v.flush == Flush::none);  // steady-state verify: no early flush
+  }
+  CHECK_FALSE(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 256, 5), "dots=tc").tc_dots);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 256, 6), "dots=tc").tc_dots);
+  // the reference kernel: formats the tuned kernels lack, K > 128, the materialise op, and on request
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::bf16, 256)).engine == kern::Engine::reference);
+  kern::Problem wide = real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 4);
+  wide.K = 256;
+  CHECK(plan(wide).engine == kern::Engine::reference);
+  const kern::LaunchPlan ref = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 4), "kernel=reference");
+  CHECK(ref.engine == kern::Engine::reference);
+  CHECK(kern::to_string(ref) == "reference (plan override kernel=reference)");
+  // an early flush: one slice per flush CTA and the generic flush
+  kern::Problem early = real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp8_e4m3, 256);
+  early.early = 1;
+  const kern::LaunchPlan ep = plan(early, "slices=whole");
+  CHECK(ep.flush_slices == 1);
+  CHECK(ep.flush == Flush::generic);
+  // overrides reach the rules: heads per CTA for steps, slices, the generic records instantiation
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp8_e4m3, 4), "heads=16").group_heads == 16);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp8_e4m3, 4), "heads=16").hot == Hot::group);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp8_e4m3, 4), "slices=2").flush_slices == 2);
+  CHECK_FALSE(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp8_e4m3, 4), "records=generic")
+                  .fixed_records);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=combined").layout ==
+        Layout::combined);
+}
+
+TEST_CASE("launch plan: the printed table equals the committed one", "[kernels]") {
+  // `replayssm bench --list-plans` prints this table; a change of any rule shows here as a diff of
+  // tests/kernels/plan_table.txt (regenerate it with that command when the change is meant).
+  const char* src = std::getenv("REPLAYSSM_SOURCE_DIR");
+  REQUIRE(src != nullptr);
+  const std::string want = read_file(std::string(src) + "/tests/kernels/plan_table.txt");
+  REQUIRE_FALSE(want.empty());
+  const std::string got = emu::plan_table("");
+  if (got != want) {
+    std::istringstream a(got), b(want);
+    std::string la, lb;
+    int line = 0;
+    while (std::getline(a, la) && std::getline(b, lb)) {
+      ++line;
+      if (la != lb) {
+        INFO("first difference at line " << line << "\n  now:       " << la << "\n  committed: " << lb);
+        CHECK(la == lb);
+        break;
       }
     }
   }
-  // the division alone, at the edge of the bound: x k < 2^31 for every x the kernel divides (x <= rows + k - 2)
-  int bad = 0, checked = 0;
-  for (long long k = 1; k < (1LL << 20); k = k < 64 ? k + 1 : k * 3 + 1) {
-    const unsigned m = fused_mul_rule(int(k));
-    const long long xmax = ((1LL << 31) - 1) / k;  // the largest x with x k < 2^31
-    for (long long x : {0LL, 1LL, k - 1, k, k + 1, 2 * k - 1, xmax / 2, xmax - k, xmax - 1, xmax}) {
-      if (x < 0 || x > xmax) continue;
-      ++checked;
-      bad += fused_div_mulhi(unsigned(x), m) != unsigned(x / k);
-      const long long r = x - x % k + k - 1;  // the last x of its quotient
-      if (r <= xmax) bad += fused_div_mulhi(unsigned(r), m) != unsigned(r / k);
-    }
-  }
-  CHECK(checked > 500);
-  CHECK(bad == 0);
-  CHECK_FALSE(fused_mulhi_applies(60000, 40000));  // (rows + k) k >= 2^31: mode 2 takes v66's kernel there
-  CHECK_FALSE(fused_mulhi_applies(0, 1));
-  CHECK(fused_mulhi_applies(65536 + 4096, 1));
-}
-
-TEST_CASE("fused step grid (v66): its environment knobs", "[kernels]") {
-  using namespace replayssm::kern;
-  const SavedEnv fused("REPLAYSSM_STEP_FUSED"), spread("REPLAYSSM_FUSED_SPREAD");
-  unsetenv("REPLAYSSM_STEP_FUSED");
-  unsetenv("REPLAYSSM_FUSED_SPREAD");
-  CHECK(step_fused_env() == 1);  // on by default
-  CHECK(fused_spread_env() == kFusedSpread);
-  setenv("REPLAYSSM_STEP_FUSED", "0", 1);
-  CHECK(step_fused_env() == 0);
-  setenv("REPLAYSSM_STEP_FUSED", "1", 1);
-  CHECK(step_fused_env() == 1);
-  setenv("REPLAYSSM_STEP_FUSED", "2", 1);  // v67's mul-hi form
-  CHECK(step_fused_env() == 2);
-  setenv("REPLAYSSM_STEP_FUSED", "3", 1);
-  CHECK(step_fused_env() == 1);
-  setenv("REPLAYSSM_FUSED_SPREAD", "150", 1);
-  CHECK(fused_spread_env() == 100);
-  setenv("REPLAYSSM_FUSED_SPREAD", "-5", 1);
-  CHECK(fused_spread_env() == 0);
+  CHECK(got == want);
 }

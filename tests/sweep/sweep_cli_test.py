@@ -126,7 +126,8 @@ with tempfile.TemporaryDirectory() as tmp:
     if killed:
         p.send_signal(signal.SIGKILL)
     p.wait()
-    check(not os.path.exists(c) or not killed, "no results file under the output name after kill -9")
+    check(killed and p.returncode == -signal.SIGKILL, "the sweep was killed mid-run (kill -9)")
+    check(not os.path.exists(c), "no results file under the output name after kill -9")
     r = run(*BASE, "--out", c, "--resume")
     check(r.returncode == 0 and same(ref, datasets(c)), "resumed sweep equals the uninterrupted run")
     check(not os.path.exists(work), "work folder removed after success")

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Independent oracle for src/formats' stochastic rounding (SR): the counter hash and the rounding rule re-written
+here from their documented definition (src/formats/README.md, "Stochastic rounding"), not from the C++ code:
+
+  bits(seed, head, v, k, step): h = mix(seed); h = mix(h ^ (head << 32 | step)); h = mix(h ^ (v << 32 | k));
+                                bits = h >> 32, where mix is the splitmix64 finalizer (Steele, Lea, Flood 2014):
+                                z += 0x9E3779B97F4A7C15; z = (z ^ z >> 30) * 0xBF58476D1CE4E5B9;
+                                z = (z ^ z >> 27) * 0x94D049BB133111EB; z ^= z >> 31   (all mod 2^64)
+  SR of x between its neighbours lo <= |x| < hi (in magnitude): hi iff bits < floor((|x| - lo) / (hi - lo) * 2^32).
+
+Usage: check_sr.py <path to the formats_sr_dump binary>   (dump_sr.cpp describes its output)
+
+Checks, each reported on its own line:
+  1. the random bits of element_rand_bits / sr_bits equal this file's hash on a sample of counters (edges included),
+     in pure Python integers and in the vectorised numpy form used below;
+  2. unscaled codecs (bf16, fp16, e4m3, e5m2 without a scale): for every element and step the decoded value is
+     exactly the one the rule above gives, lo and hi taken from the format's grid as ml_dtypes / numpy decode it;
+  3. scaled codecs (e4m3 row, int8 row, nvfp4, mxfp8, mxfp4): each element decodes to at most two values that
+     bracket x, and the one chosen at each step is the one the rule gives with this file's bits (to 1e-4 of a step);
+  4. statistics over the steps (256) and elements (480 per codec): E[decoded] = x (per element to 5.5 standard
+     errors, over all elements to 4, and the mean squared standardized error within 4.5 of its standard deviations of 1: the steps' bits are independent)
+     and the fraction rounded up equals the fractional position of x between its neighbours (per tenth of [0, 1],
+     to 4 standard errors).
+"""
+import math
+import subprocess
+import sys
+
+try:
+    import ml_dtypes
+    import numpy as np
+except ImportError as e:  # the python was found (run_python.sh checked) but lacks the pinned packages
+    print(f"FAIL: {e}; install scripts/requirements-test.txt (numpy, ml_dtypes) into that python")
+    sys.exit(1)
+
+M64 = (1 << 64) - 1
+GOLDEN, MUL1, MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def mix_int(z):
+    z = (z + GOLDEN) & M64
+    z = ((z ^ (z >> 30)) * MUL1) & M64
+    z = ((z ^ (z >> 27)) * MUL2) & M64
+    return z ^ (z >> 31)
+
+
+def bits_int(seed, head, v, k, step):
+    h = mix_int(seed)
+    h = mix_int(h ^ ((head << 32) | step))
+    h = mix_int(h ^ ((v << 32) | k))
+    return h >> 32
+
+
+def mix_np(z):
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(MUL1)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(MUL2)
+    return z ^ (z >> np.uint64(31))
+
+
+def bits_np(seed, head, v, k, step):
+    """Vectorised over numpy arrays (broadcast) of v, k, step; seed and head are Python ints."""
+    v, k, step = (np.asarray(a, dtype=np.uint64) for a in (v, k, step))
+    h = mix_np(np.full(np.broadcast(v, k, step).shape, seed, dtype=np.uint64))
+    h = mix_np(h ^ ((np.uint64(head) << np.uint64(32)) | step))
+    h = mix_np(h ^ ((v << np.uint64(32)) | k))
+    return (h >> np.uint64(32)).astype(np.uint64)
+
+
+def f32(hex_tokens):
+    return np.array([int(t, 16) for t in hex_tokens], dtype=np.uint32).view(np.float32)
+
+
+def grid(fmt):
+    """Non-negative finite values of an unscaled format, ascending, as float64 (decoded by ml_dtypes / numpy)."""
+    if fmt == "bf16":
+        codes, t = np.arange(0, 0x7F80, dtype=np.uint16), ml_dtypes.bfloat16
+    elif fmt == "fp16":
+        codes, t = np.arange(0, 0x7C00, dtype=np.uint16), np.float16
+    elif fmt == "fp8_e4m3":
+        codes, t = np.arange(0, 0x7F, dtype=np.uint8), ml_dtypes.float8_e4m3fn
+    elif fmt == "fp8_e5m2":
+        codes, t = np.arange(0, 0x7C, dtype=np.uint8), ml_dtypes.float8_e5m2
+    else:
+        raise ValueError(fmt)
+    g = codes.view(t).astype(np.float64)
+    assert np.all(np.diff(g) > 0), fmt
+    return g
+
+
+class Report:
+    def __init__(self):
+        self.failed = 0
+
+    def check(self, ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        self.failed += 0 if ok else 1
+
+
+def parse(lines):
+    samples, rne, configs = [], None, []
+    cur = None
+    for line in lines:
+        if not line:
+            continue
+        f = line.split()
+        if f[0] == "bits":
+            samples.append((int(f[1], 16), int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6], 16)))
+        elif f[0] == "rne_bits":
+            rne = int(f[1], 16)
+        elif f[0] == "config":
+            cur = dict(name=f[1], format=f[2], scaling=f[3], V=int(f[4]), K=int(f[5]), steps=int(f[6]),
+                       seed=int(f[7], 16), head=int(f[8]), step0=int(f[9]), dec=[], step=[])
+            configs.append(cur)
+        elif f[0] == "x":
+            cur["x"] = f32(f[1:])
+        elif f[0] == "dec":
+            cur["step"].append(int(f[1]))
+            cur["dec"].append(f32(f[2:]))
+    for c in configs:
+        c["dec"] = np.array(c["dec"])  # [steps, V*K] float32
+        c["step"] = np.array(c["step"], dtype=np.uint64)
+    return samples, rne, configs
+
+
+def statistics(rep, name, x, lo, hi, dec, frac, S):
+    """x, lo, hi, frac: per element (float64, lo/hi signed like x); dec: [steps, n] float64."""
+    two = (frac > 0) & (frac < 1)
+    up = (np.abs(dec[:, two]) == np.abs(hi[two])).sum(0)
+    p = frac[two]
+    step = np.abs(hi[two] - lo[two])
+    # E[decoded] = x: the mean over the steps against x, in standard errors of a two-point draw.
+    se = step * np.sqrt(p * (1 - p) / S)
+    z = (dec[:, two].mean(0) - x[two]) / se
+    normal = S * np.minimum(p, 1 - p) >= 10  # where the binomial is near normal
+    zn = z[normal]
+    if zn.size < 200:
+        rep.check(False, f"{name}: statistics: only {zn.size} elements round between two values (>= 200 expected)")
+        return
+    rep.check(np.abs(zn).max() < 5.5,
+              f"{name}: E[decoded] = x per element: max |z| {np.abs(zn).max():.2f} over {normal.sum()} elements "
+              f"(< 5.5)")
+    ztot = z.sum() / math.sqrt(z.size)
+    rep.check(abs(ztot) < 4, f"{name}: E[decoded] = x over all {z.size} rounding elements: z {ztot:+.2f} (|z| < 4)")
+    msq = float((zn ** 2).mean())
+    band = 4.5 * math.sqrt(2 / zn.size)
+    rep.check(abs(msq - 1) < band, f"{name}: mean squared z {msq:.3f} (1 +- {band:.3f}: independent steps)")
+    # The fraction rounded up = the fractional position, per tenth of [0, 1].
+    worst, what = 0.0, ""
+    for b in range(10):
+        sel = (p >= b / 10) & (p < (b + 1) / 10)
+        if sel.sum() < 5:
+            continue
+        n = S * sel.sum()
+        want = p[sel].mean()
+        got = up[sel].sum() / n
+        zz = (got - want) * n / math.sqrt(S * (p[sel] * (1 - p[sel])).sum())  # sd of got: sqrt(S sum p(1-p)) / n
+        if abs(zz) > abs(worst):
+            worst, what = zz, f"[{b / 10:.1f}, {(b + 1) / 10:.1f}): up {got:.4f} vs position {want:.4f}"
+    rep.check(abs(worst) < 4, f"{name}: fraction rounded up = fractional position: worst bin z {worst:+.2f} {what}")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    out = subprocess.run([sys.argv[1]], check=True, capture_output=True, text=True).stdout.split("\n")
+    samples, rne, configs = parse(out)
+    rep = Report()
+
+    # 1. The bits.
+    bad = [s for s in samples if bits_int(*s[:5]) != s[5]]
+    rep.check(len(samples) >= 3000 and not bad,
+              f"random bits: {len(samples) - len(bad)}/{len(samples)} counters equal the documented hash"
+              + (f"; first mismatch (seed, head, v, k, step, ours) {bad[0]} oracle {bits_int(*bad[0][:5]):08x}"
+                 if bad else ""))
+    vec = [int(bits_np(s[0], s[1], np.array([s[2]]), np.array([s[3]]), np.array([s[4]]))[0]) for s in samples[:300]]
+    rep.check(vec == [bits_int(*s[:5]) for s in samples[:300]], "the numpy hash equals the integer hash")
+    rep.check(rne == 0, f"element_rand_bits under RNE: {rne} (0)")
+    rep.check(len(configs) == 9, f"{len(configs)} codecs dumped (9)")
+
+    for c in configs:
+        name = f"{c['name']} ({c['format']}, {c['scaling']})"
+        V, K, S = c["V"], c["K"], c["steps"]
+        x = c["x"].astype(np.float64)
+        dec = c["dec"].astype(np.float64)
+        rep.check(dec.shape == (S, V * K) and np.all(c["step"] == c["step0"] + np.arange(S, dtype=np.uint64)),
+                  f"{name}: {S} steps of {V}x{K}")
+        vv, kk = np.divmod(np.arange(V * K, dtype=np.uint64), np.uint64(K))
+        rnd = bits_np(c["seed"], c["head"], vv[None, :], kk[None, :], c["step"][:, None])  # [steps, n]
+        ax = np.abs(x)
+        sign = np.where(np.signbit(c["x"]), -1.0, 1.0)
+
+        if c["scaling"] == "none":
+            # 2. Exact: lo / hi from the format's grid, the threshold in integers.
+            g = grid(c["format"])
+            i = np.searchsorted(g, ax, side="right") - 1
+            lo_m = g[i]
+            hi_m = g[np.minimum(i + 1, g.size - 1)]
+            rep.check(bool(np.all((i + 1 < g.size) & (lo_m <= ax))), f"{name}: every x inside the finite range")
+            frac = np.where(ax > lo_m, (ax - lo_m) / (hi_m - lo_m), 0.0)
+            thr = np.floor(frac * 2.0 ** 32).astype(np.uint64)  # exact: hi - lo is a power of two
+            want = np.where(rnd < thr[None, :], hi_m[None, :], lo_m[None, :]) * sign[None, :]
+            want = want.astype(np.float32)
+            got = c["dec"]
+            diff = want.view(np.uint32) != got.view(np.uint32)
+            n_exact = int((frac == 0).sum())
+            msg = f"{name}: {diff.size - diff.sum()}/{diff.size} decoded values equal the rule with the oracle's " \
+                  f"bits ({n_exact} elements on the grid)"
+            if diff.any():
+                s, e = map(int, np.argwhere(diff)[0])
+                msg += (f"; first: step {int(c['step'][s])} element ({e // K}, {e % K}) x={c['x'][e]!r} ours "
+                        f"{got[s, e]!r} oracle {want[s, e]!r} (bits {int(rnd[s, e]):08x}, lo {lo_m[e]!r} hi {hi_m[e]!r})")
+            rep.check(not diff.any() and n_exact > 0, msg)
+            lo, hi = lo_m * sign, hi_m * sign
+        else:
+            # 3. Scaled: the two decoded neighbours as observed, the choice against the oracle's bits.
+            mag = np.abs(dec)
+            lo_m, hi_m = mag.min(0), mag.max(0)
+            n_vals = np.array([np.unique(mag[:, e]).size for e in range(V * K)])
+            rep.check(bool(np.all(n_vals <= 2)), f"{name}: every element decodes to at most 2 values "
+                      f"(max {n_vals.max()})")
+            two = (n_vals == 2)
+            tol = 1e-5 * ax
+            rep.check(bool(np.all(lo_m[two] <= ax[two] + tol[two]) and np.all(ax[two] <= hi_m[two] + tol[two])),
+                      f"{name}: the two values bracket x")
+            frac = np.where(two, (ax - lo_m) / np.where(two, hi_m - lo_m, 1.0), 0.0)
+            frac = np.clip(frac, 0.0, 1.0)
+            upd = mag == hi_m[None, :]
+            pred = rnd.astype(np.float64) < (frac * 2.0 ** 32)[None, :]
+            near = np.abs(rnd.astype(np.float64) - (frac * 2.0 ** 32)[None, :]) < 1e-4 * 2.0 ** 32
+            cmp = two[None, :] & ~near
+            wrong = cmp & (upd != pred)
+            msg = f"{name}: {int(cmp.sum() - wrong.sum())}/{int(cmp.sum())} choices follow the oracle's bits " \
+                  f"({int(two.sum())}/{V * K} elements take two values)"
+            if wrong.any():
+                s, e = map(int, np.argwhere(wrong)[0])
+                msg += (f"; first: step {int(c['step'][s])} element ({e // K}, {e % K}) x={c['x'][e]!r} "
+                        f"up {bool(upd[s, e])} oracle {bool(pred[s, e])} (position {frac[e]:.6f}, bits {int(rnd[s, e]):08x})")
+            rep.check(not wrong.any() and two.sum() >= 0.8 * V * K, msg)
+            frac = np.where(two, frac, 0.0)
+            lo, hi = lo_m * sign, hi_m * sign
+        # 4. Statistics.
+        statistics(rep, name, x, lo, hi, dec, frac, S)
+
+    print(f"check_sr: {rep.failed} check(s) failed" if rep.failed else "check_sr: all checks passed")
+    return 1 if rep.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+// Dumps what src/formats' stochastic rounding computes, for tests/formats/check_sr.py to recompute with its own
+// numpy implementation of the counter hash (src/formats/README.md, "Stochastic rounding") and check statistically:
+//   bits <seed> <head> <row> <col> <step> <bits>    element_rand_bits(params{sr, seed, head, step}, row, col), and
+//                                                   sr_bits() itself past INT_MAX rows/columns (hex seed and bits)
+//   rne_bits <bits>                                 element_rand_bits under RNE (documented: no random bits, 0)
+//   config <name> <format> <scaling> <V> <K> <steps> <seed> <head> <step0>
+//   x <V*K float32 bits>                            the head state [V][K], row-major
+//   dec <step> <V*K float32 bits>                   decode_state(encode_state(x, sr, seed, head, step)), one line
+//                                                   per step step0 .. step0 + steps - 1
+// Every SR-capable format is run through its head-state codec (the path of the emulation and the kernels), unscaled
+// where the format allows it (so that the oracle can place x on the format's own grid) and scaled as the sweep
+// stores it. K = 160 crosses NVFP4's 128-element encode chunk, so the column index of the second chunk is covered.
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/state_codec.h"
+
+using namespace replayssm::formats;
+
+namespace {
+uint32_t fb(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+struct Config {
+  const char* name;
+  FormatId format;
+  Scaling scaling;
+  double lo, hi;  // |x| log-uniform in [lo, hi]
+  uint64_t seed;
+  uint32_t head, step0;
+};
+
+// Round-to-nearest value of x in the codec (a point on its grid: SR must return it unchanged).
+template <class C>
+float on_grid(float x) {
+  return C::decode(C::encode(x, Rounding::rne, 0u));
+}
+
+template <class C>
+void run(const Config& c, int V, int K, int steps, std::mt19937_64& rng) {
+  check_combination(c.format, c.scaling, Rounding::sr);
+  const std::size_t n = static_cast<std::size_t>(V) * K;
+  std::vector<float> x(n);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double mag = c.lo * std::pow(c.hi / c.lo, u01(rng));
+    float v = static_cast<float>(rng() & 1 ? -mag : mag);
+    if (c.scaling == Scaling::none && i % 23 == 5) v = on_grid<C>(v);  // a few exact grid points
+    x[i] = v;
+  }
+  if (c.scaling == Scaling::none) x[7] = 0.0f, x[8] = -0.0f;
+  std::printf("config %s %s %s %d %d %d %016" PRIx64 " %u %u\n", c.name, format_name(c.format), scaling_name(c.scaling),
+              V, K, steps, c.seed, c.head, c.step0);
+  std::printf("x");
+  for (float v : x) std::printf(" %08x", fb(v));
+  std::printf("\n");
+  std::vector<uint8_t> codes(C::code_bytes(V, K)), scales(C::scale_bytes(V, K, c.scaling) + 1);
+  std::vector<float> out(n);
+  for (int s = 0; s < steps; ++s) {
+    CodecParams p;
+    p.scaling = c.scaling;
+    p.rounding = Rounding::sr;
+    p.seed = c.seed;
+    p.head = c.head;
+    p.step = c.step0 + static_cast<uint32_t>(s);
+    C::encode_state(x.data(), V, K, p, codes.data(), scales.data());
+    C::decode_state(codes.data(), scales.data(), V, K, p, out.data());
+    std::printf("dec %u", p.step);
+    for (float v : out) std::printf(" %08x", fb(v));
+    std::printf("\n");
+  }
+}
+}  // namespace
+
+int main() {
+  std::mt19937_64 rng(0x5eed5eedULL);
+
+  // The random bits alone: element_rand_bits (the codecs' one entry) on random and edge counters, and sr_bits past
+  // the int range element_rand_bits takes for rows and columns.
+  const uint64_t seeds[] = {0, 1, 0xFFFFFFFFFFFFFFFFULL, 0x9E3779B97F4A7C15ULL, 0x00000000FFFFFFFFULL};
+  const uint32_t edges[] = {0u, 1u, 2u, 127u, 128u, 0x7FFFFFFFu};
+  for (uint64_t seed : seeds)
+    for (uint32_t e : edges) {
+      CodecParams p;
+      p.rounding = Rounding::sr;
+      p.seed = seed;
+      p.head = e;
+      p.step = 0xFFFFFFFFu - e;
+      const int row = static_cast<int>(e), col = static_cast<int>(e ^ 0x5Au);
+      std::printf("bits %016" PRIx64 " %u %d %d %u %08x\n", seed, p.head, row, col, p.step, element_rand_bits(p, row, col));
+    }
+  for (int i = 0; i < 3000; ++i) {
+    CodecParams p;
+    p.rounding = Rounding::sr;
+    p.seed = rng();
+    p.head = static_cast<uint32_t>(rng() % (i % 3 == 0 ? 0x100000000ULL : 64));
+    p.step = static_cast<uint32_t>(rng() % (i % 2 == 0 ? 0x100000000ULL : 4096));
+    const int row = static_cast<int>(rng() % (i % 5 == 0 ? 0x80000000ULL : 256));
+    const int col = static_cast<int>(rng() % (i % 7 == 0 ? 0x80000000ULL : 256));
+    std::printf("bits %016" PRIx64 " %u %d %d %u %08x\n", p.seed, p.head, row, col, p.step, element_rand_bits(p, row, col));
+  }
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t seed = rng();
+    const auto head = static_cast<uint32_t>(rng()), row = static_cast<uint32_t>(rng()), col = static_cast<uint32_t>(rng()),
+               step = static_cast<uint32_t>(rng());
+    std::printf("bits %016" PRIx64 " %u %u %u %u %08x\n", seed, head, row, col, step, sr_bits(seed, head, row, col, step));
+  }
+  {
+    CodecParams p;
+    p.rounding = Rounding::rne;
+    p.seed = 12345;
+    p.head = 3;
+    p.step = 9;
+    std::printf("rne_bits %08x\n", element_rand_bits(p, 4, 5));
+  }
+
+  // The codecs: unscaled on the format's own grid (subnormals included), and scaled as stored by the sweep.
+  const int V = 3, K = 160, steps = 256;
+  const Config configs[] = {
+      {"bf16", FormatId::bf16, Scaling::none, 1e-40, 1e30, 0x0123456789ABCDEFULL, 5, 0},
+      {"fp16", FormatId::fp16, Scaling::none, 1e-8, 6.0e4, 42, 0, 1000},
+      {"e4m3", FormatId::fp8_e4m3, Scaling::none, 1e-3, 440.0, 0xFFFFFFFFFFFFFFFFULL, 31, 0xFFFFFE00u},
+      {"e5m2", FormatId::fp8_e5m2, Scaling::none, 1e-6, 5.0e4, 7, 0xFFFFFFFFu, 77},
+      {"e4m3_row", FormatId::fp8_e4m3, Scaling::row, 1e-3, 10.0, 99, 2, 123456},
+      {"int8_row", FormatId::int8, Scaling::row, 1e-2, 3.0, 0xDEADBEEFULL, 17, 4},
+      {"nvfp4", FormatId::nvfp4, Scaling::block, 1e-2, 5.0, 2024, 63, 1},
+      {"mxfp8", FormatId::mxfp8, Scaling::block, 1e-3, 100.0, 8, 9, 65536},
+      {"mxfp4", FormatId::mxfp4, Scaling::block, 1e-2, 2.0, 0xC0FFEEULL, 1, 300},
+  };
+  for (const Config& c : configs)
+    dispatch_format(c.format, [&](auto codec) { run<decltype(codec)>(c, V, K, steps, rng); });
+  return 0;
+}
