@@ -72,12 +72,20 @@ int launch_planned(emu::Arch arch, formats::FormatId f, const KParams& p, const 
 int launch(emu::Arch arch, formats::FormatId f, const KParams& p, const PlanOverride& o, void* stream);
 // The device the plans are made for (SM count and compute capability of the current device, cached per device).
 Device current_device();
-// Per arch (kernels/{gdn,mamba2}/*.cu): the tuned kernels' plan, the tuned launch (-1: the plan is not the tuned
-// engine's) and the reference kernel's launch.
+// The op families, one translation unit each per arch (kernels/{gdn,mamba2}/<arch>_<family>.cu): conventional
+// decode (step and verify, conv_kernel), the ReplaySSM step, the ReplaySSM verify.
+enum class OpKind : int { conventional = 0, step = 1, verify = 2 };
+inline OpKind op_kind(const KParams& p) {
+  return p.policy == emu::Policy::conventional_shared ? OpKind::conventional
+         : p.op == Op::verify                         ? OpKind::verify
+                                                      : OpKind::step;
+}
+// Per arch: the tuned kernels' plan (kernels/{gdn,mamba2}/<arch>_plan.cu, with the codec's layout facts), the tuned
+// launch of one op family (-1: the plan is not the tuned engine's) and the reference kernel's launch.
 LaunchPlan plan_fast_gdn(formats::FormatId f, const KParams& p, const PlanOverride& o, const Device& dev);
 LaunchPlan plan_fast_mamba2(formats::FormatId f, const KParams& p, const PlanOverride& o, const Device& dev);
-int launch_fast_gdn(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream);
-int launch_fast_mamba2(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream);
+template <bool kGdn, OpKind kKind>
+int launch_tuned(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream);
 int launch_reference_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_reference_mamba2(formats::FormatId f, const KParams& p, void* stream);
 

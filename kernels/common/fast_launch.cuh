@@ -64,11 +64,11 @@ LaunchPlan plan_one(const KParams& p, const PlanOverride& o, const Device& dev) 
   return plan;
 }
 
-// The split layout's non-flush kernel of a plan.
-template <class C, bool kGdn>
+// The split layout's non-flush kernel of a plan (kKind: the op family of this translation unit).
+template <class C, bool kGdn, OpKind kKind>
 KernelFn hot_kernel(const LaunchPlan& plan, int T) {
   const bool real = plan.real_dims;
-  if constexpr (kStepCodes<C>) {
+  if constexpr (kKind == OpKind::step && kStepCodes<C>) {
     if (plan.hot == Hot::head_step) {
       if constexpr (C::kBits == 8 && kGdn)
         if (plan.tc_dots)
@@ -76,7 +76,7 @@ KernelFn hot_kernel(const LaunchPlan& plan, int T) {
       return plan.fixed_records ? head_step_kernel<C, kGdn, 1, kStepFixedRecords> : head_step_kernel<C, kGdn, 1, 0>;
     }
   }
-  if constexpr (C::kBits == 32) {
+  if constexpr (kKind == OpKind::verify && C::kBits == 32) {
     if (plan.hot == Hot::group_verify) {
       static_assert(tc_verify_min_drafts(true) == 4 && tc_verify_min_drafts(false) == 6,
                     "group_verify_kernel's tensor-core instantiations follow tc_verify_min_drafts");
@@ -105,10 +105,10 @@ KernelFn hot_kernel(const LaunchPlan& plan, int T) {
   return real ? replay_hot_kernel<C, kGdn, false, true> : replay_hot_kernel<C, kGdn, false>;
 }
 
-// The split layout's flush kernel of a plan.
-template <class C, bool kGdn>
+// The split layout's flush kernel of a plan (the folded forms are step flushes).
+template <class C, bool kGdn, OpKind kKind>
 KernelFn flush_kernel(const LaunchPlan& plan) {
-  if constexpr (kFlushFoldable<C>) {
+  if constexpr (kKind == OpKind::step && kFlushFoldable<C>) {
     if (plan.flush == Flush::fold_shared) return replay_flush_kernel<C, kGdn, true, 1>;
     if (plan.flush == Flush::fold_split) return replay_flush_kernel<C, kGdn, true, 2>;
   }
@@ -134,25 +134,16 @@ inline int launch_with_smem(KernelFn k, dim3 grid, std::size_t smem, const KPara
   return int(cudaGetLastError());
 }
 
-// -1: the plan is not the tuned engine's (the caller launches the reference kernel); else a cudaError_t.
-template <class C, bool kGdn>
-int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
-  if constexpr (!kSupported<C>) {
-    return -1;
-  } else {
-    if (plan.engine != Engine::tuned) return -1;
-    const KParams p = derive<C, kGdn>(p_in, plan);
-    const int nsplit = (p.V + kRows - 1) / kRows;
-    if (plan.layout == Layout::conventional) {
-      conv_kernel<C, kGdn><<<unsigned(std::size_t(p.B) * p.H * nsplit), kThreads, 0, s>>>(p);
-      return int(cudaGetLastError());
-    }
-    if (plan.layout == Layout::combined) {
-      KernelFn combined = plan.real_dims ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
-      return launch_with_smem(combined, dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), replay_smem_bytes(p), p,
-                              s);
-    }
-    const std::size_t fsm = flush_smem_bytes(p), hsm = std::size_t(p.head_floats) * sizeof(float);
+// A ReplaySSM op (kKind step or verify) in its plan's layout: combined, fused (steps) or split.
+template <class C, bool kGdn, OpKind kKind>
+int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  if (plan.layout == Layout::combined) {
+    KernelFn combined = plan.real_dims ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
+    return launch_with_smem(combined, dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), replay_smem_bytes(p), p, s);
+  }
+  const std::size_t fsm = flush_smem_bytes(p), hsm = std::size_t(p.head_floats) * sizeof(float);
+  if constexpr (kKind == OpKind::step) {
     if (plan.layout == Layout::fused) {
       KParams q = p;
       q.fused_rows = plan.fused_rows;
@@ -162,27 +153,46 @@ int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
       const dim3 grid(unsigned(p.H), unsigned(p.B + q.fused_rows));
       return launch_with_smem(fused_kernel<C, kGdn>(plan), grid, lay + (kWarps + 1) * sizeof(int), q, s);
     }
-    // split: the flushes first (their CTAs are the longest), then the non-flush kernel as their dependent
-    KernelFn hot = hot_kernel<C, kGdn>(plan, p.T);
-    cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));
-    if (e != cudaSuccess) return int(e);
-    if (plan.flush_seqs > 0) {
-      const long long per = static_cast<long long>(p.H) * ((nsplit + p.flush_slices - 1) / p.flush_slices);
-      const int r = launch_with_smem(flush_kernel<C, kGdn>(plan), dim3(unsigned(plan.flush_seqs * per)), fsm, p, s);
-      if (r != 0) return r;
+  }
+  // split: the flushes first (their CTAs are the longest), then the non-flush kernel as their dependent
+  KernelFn hot = hot_kernel<C, kGdn, kKind>(plan, p.T);
+  cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));
+  if (e != cudaSuccess) return int(e);
+  if (plan.flush_seqs > 0) {
+    const long long per = static_cast<long long>(p.H) * ((nsplit + p.flush_slices - 1) / p.flush_slices);
+    const int r = launch_with_smem(flush_kernel<C, kGdn, kKind>(plan), dim3(unsigned(plan.flush_seqs * per)), fsm, p, s);
+    if (r != 0) return r;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(p.H / p.group_heads), unsigned(p.B));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = hsm;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = plan.pdl ? 1 : 0;
+  if ((e = cudaLaunchKernelEx(&cfg, hot, p)) != cudaSuccess) return int(e);
+  return int(cudaGetLastError());
+}
+
+// One op under its plan; kKind: the op family this translation unit compiles (conventional decode, ReplaySSM step,
+// ReplaySSM verify), so that each kernel is instantiated only where its op runs. -1: the plan is not the tuned
+// engine's, or the op not of this family (the caller launches the reference kernel); else a cudaError_t.
+template <class C, bool kGdn, OpKind kKind>
+int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
+  if constexpr (!kSupported<C>) {
+    return -1;
+  } else {
+    if (plan.engine != Engine::tuned || op_kind(p_in) != kKind) return -1;
+    const KParams p = derive<C, kGdn>(p_in, plan);
+    if constexpr (kKind == OpKind::conventional) {
+      conv_kernel<C, kGdn><<<unsigned(std::size_t(p.B) * p.H * ((p.V + kRows - 1) / kRows)), kThreads, 0, s>>>(p);
+      return int(cudaGetLastError());
+    } else {
+      return launch_replay<C, kGdn, kKind>(p, plan, s);
     }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(p.H / p.group_heads), unsigned(p.B));
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = hsm;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = plan.pdl ? 1 : 0;
-    if ((e = cudaLaunchKernelEx(&cfg, hot, p)) != cudaSuccess) return int(e);
-    return int(cudaGetLastError());
   }
 }
 
@@ -202,16 +212,19 @@ LaunchPlan plan_any(formats::FormatId f, const KParams& p, const PlanOverride& o
     }
   }
 }
-template <bool kGdn>
-int launch_any(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream) {
+}  // namespace replayssm::kern::fast
+
+namespace replayssm::kern {
+// The definition behind decode_kernel.h's launch_tuned, explicitly instantiated by kernels/{gdn,mamba2}/*_<op>.cu.
+template <bool kGdn, OpKind kKind>
+int launch_tuned(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   using formats::FormatId;
   using formats::StateCodec;
   switch (f) {
-    case FormatId::fp32: return launch_one<StateCodec<FormatId::fp32>, kGdn>(p, plan, s);
-    case FormatId::fp8_e4m3: return launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn>(p, plan, s);
+    case FormatId::fp32: return fast::launch_one<StateCodec<FormatId::fp32>, kGdn, kKind>(p, plan, s);
+    case FormatId::fp8_e4m3: return fast::launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn, kKind>(p, plan, s);
     default: return -1;
   }
 }
-
-}  // namespace replayssm::kern::fast
+}  // namespace replayssm::kern

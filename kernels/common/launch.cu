@@ -30,10 +30,21 @@ LaunchPlan plan_op(emu::Arch arch, formats::FormatId f, const KParams& p, const 
   return arch == emu::Arch::gdn ? plan_fast_gdn(f, p, o, dev) : plan_fast_mamba2(f, p, o, dev);
 }
 
+namespace {
+template <bool kGdn>
+int launch_tuned_op(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream) {
+  switch (op_kind(p)) {
+    case OpKind::conventional: return launch_tuned<kGdn, OpKind::conventional>(f, p, plan, stream);
+    case OpKind::step: return launch_tuned<kGdn, OpKind::step>(f, p, plan, stream);
+    default: return launch_tuned<kGdn, OpKind::verify>(f, p, plan, stream);
+  }
+}
+}  // namespace
+
 int launch_planned(emu::Arch arch, formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream) {
   const bool gdn = arch == emu::Arch::gdn;
   if (plan.engine == Engine::tuned) {
-    const int r = gdn ? launch_fast_gdn(f, p, plan, stream) : launch_fast_mamba2(f, p, plan, stream);
+    const int r = gdn ? launch_tuned_op<true>(f, p, plan, stream) : launch_tuned_op<false>(f, p, plan, stream);
     if (r >= 0) return r;
   }
   return gdn ? launch_reference_gdn(f, p, stream) : launch_reference_mamba2(f, p, stream);

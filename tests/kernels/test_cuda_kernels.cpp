@@ -252,7 +252,24 @@ Shape k32_shape(Arch a) {
   return s;
 }
 
+// The shapes of test_emulation_coverage.cpp: V % 4 != 0, K > 128, K > 128 with V > 256 (outside the tuned engine's
+// K <= 128, V <= 256: the reference kernel), non-power-of-two H / G, batch 256 with small heads.
+std::vector<Shape> coverage_shapes(Arch a) {
+  return {{"V=18", a, Dims{2, 2, 4, 32, 18}},   {"K=160", a, Dims{1, 1, 2, 160, 20}},
+          {"K=192,V=272", a, Dims{1, 1, 1, 192, 272}}, {"G=3,H=9", a, Dims{1, 3, 9, 32, 16}},
+          {"G=2,H=6", a, Dims{2, 2, 6, 32, 16}},  {"B=256", a, Dims{256, 1, 2, 16, 16}}};
+}
+
 }  // namespace
+
+TEST_CASE("CUDA kernels at the coverage shapes (V % 4 != 0, K > 128, V > 256, H / G = 3, batch 256), main formats",
+          "[gpu][coverage]") {
+  (void)gpu();
+  for (const Arch a : {Arch::gdn, Arch::mamba2})
+    for (const Shape& s : coverage_shapes(a))
+      for (const Policy pol : {Policy::conventional_shared, Policy::replay_shared, Policy::replay_split})
+        check(s, cases_for(16, 8, false, 24), true, pol);
+}
 
 TEST_CASE("CUDA ReplaySSM kernels at K = 32 (128-byte FP32 ring rows), quick cases, main formats", "[gpu][k32]") {
   (void)gpu();
