@@ -50,7 +50,7 @@ for w in $what; do
         step "bench $v${plan:+ REPLAYSSM_PLAN=$plan}"
         REPLAYSSM_PLAN=$plan "$bin/replayssm" bench "${table[@]}" --out "$O/bench_$v.h5" --csv "$O/bench_$v.csv" \
           > "$O/bench_$v.log" 2>&1 || echo "rc=$?" | tee -a "$S"
-        grep -E "^(gdn|mamba2) .*(decode|verify)" "$O/bench_$v.log" | awk -v v=$v '{print v, $1, $4, $5, $6, $7}' >> "$O/medians.txt"
+        grep -E "^(gdn|mamba2) .*(decode|verify)" "$O/bench_$v.log" | awk -v v=$v '{print v, $1, "B=" $2, $4, $5, $6, $7}' >> "$O/medians.txt"
       done ;;
     ncu)
       step "ncu"
