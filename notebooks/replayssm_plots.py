@@ -499,7 +499,7 @@ class Bench:
             keep = []
             for i in range(n):
                 if "dots" in rows and str(rows["dots"][i]) != "exact":
-                    continue  # tensor-core rows (v55 step, v57 verify): not the emulation's bits
+                    continue  # tensor-core rows (step and verify): not the emulation's bits
                 key = tuple(str(rows[k][i]) for k in self.KEY)
                 if key not in seen:
                     seen.add(key)

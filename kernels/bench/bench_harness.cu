@@ -392,7 +392,7 @@ struct Runner {
                    x.format.scaling == y.format.scaling && x.format.rounding == y.format.rounding &&
                    x.tc_dots == y.tc_dots;
           };
-          // v55: the variants whose step runs head_step_kernel's 8-bit row dots (the form-2 kernel exists for them:
+          // the variants whose step runs head_step_kernel's 8-bit row dots (the tensor-core form exists for them:
           // GDN only)
           auto tc_applies = [&](const Variant& v) {
             return a == Arch::gdn && v.format.format == formats::FormatId::fp8_e4m3 &&
@@ -419,8 +419,8 @@ struct Runner {
             if (std::any_of(vseen.begin(), vseen.end(), [&](const Variant& x) { return same(x, v); })) continue;
             vseen.push_back(v);
             for (int T : cfg.spec_T) cases.push_back(Case{shape(a, B), L, v, Op::verify, T});
-            // v57: the grouped FP32 verify's form 2 (row dots as 3xTF32 on the tensor cores; not GDN u=hp), from the
-            // draft count where the launcher runs it up to 8
+            // the grouped FP32 verify's tensor-core form (row dots as 3xTF32; not GDN u=hp), from the draft count
+            // where the plan runs it up to 8
             const bool tc_verify = v.format.format == formats::FormatId::fp32 &&
                                    v.policy != Policy::conventional_shared &&
                                    !(a == Arch::gdn && v.policy == Policy::replay_split && v.usource == USource::hp);

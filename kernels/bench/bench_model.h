@@ -82,9 +82,9 @@ inline std::size_t touched_bytes(const Sizes& z, const emu::Dims& d) {
 
 // DESIGN section 6 byte model for one decode step / one verify of T drafts, whole batch. state_out gets the state
 // (checkpoint / snapshot) part alone: the bytes an op must move, a lower bound of the kernels' traffic. A record's k
-// counts once per group (session 20, v53; DESIGN counts K per head-state), as the token's k and q per (sequence,
+// counts once per group (DESIGN counts K per head-state), as the token's k and q per (sequence,
 // group): every head of a group holds its group's k_t, so one copy per group is all an op must read and write. The
-// kernels read one copy per group in the grouped verify (v12) and the step (v53) but GDN's 8-bit one; the flushes and
+// kernels read one copy per group in the grouped verify and the step but GDN's 8-bit one; the flushes and
 // GDN's 8-bit step read their own head's copy, and each head writes its own: above this model. (The bench's random
 // records differ per head: timing only, its outputs are not checked.)
 inline double model_bytes(const Case& c, const emu::StoreLayout& lay, double* state_out) {
