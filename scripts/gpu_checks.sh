@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU correctness check in one device call on the lent H200:
+# Every GPU correctness check in one run on the GPU machine (H200):
 #   test_cuda_kernels and test_formats_gpu, `replayssm validate --backend all --shapes all`, then compute-sanitizer:
 #   all four tools over the [sanitize] cases and test_formats_gpu (SAN_FULL=1: memcheck and racecheck over every GPU
 #   test case too), as parallel processes, one per tool x test case, spread over the visible GPUs. Processes on one

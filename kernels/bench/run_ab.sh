@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call of a kernel A/B: correctness of the new binaries first, then the B=256, L=16 bench table for the
-# old and the new binaries alternately in the same run (ratios and run-to-run spread within one call), an ncu source
+# A kernel A/B on the GPU machine, in one run: correctness of the new binaries first, then the B=256, L=16 bench table for the
+# old and the new binaries alternately in the same run (ratios and run-to-run spread within one run), an ncu source
 # profile of the new replay kernel, and memcheck over the quick GPU cases of the new binaries.
 # Usage on the device (repository root): bash kernels/bench/run_ab.sh OLD_BIN_DIR NEW_BIN_DIR [what...]
 #   what: checks bench ncu memcheck (default: all four; memcheck: the quick cases, the real head dims and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call of `replayssm bench` on the lent H200. Expects the binary built here, copied with its non-glibc
+# One run of `replayssm bench` on the GPU machine (H200). Expects the binary built here, copied with its non-glibc
 # shared libraries into build-bench/bin (carried). Writes bench.h5/.csv/.log (L=16 sweep) and bench_L.h5/.csv/.log
 # (fp32 at L=8,32) into $OUT (the device tool's folder), or out/device where $OUT is not set.
 set -o pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call of a kernel performance pass: correctness first (the GPU tests, validate at the small shapes), then
+# A kernel performance pass on the GPU machine: correctness first (the GPU tests, validate at the small shapes), then
 # the B=256 L=16 table, the full-shape validations, and an ncu profile of the replay kernel, in the order asked.
 # Binaries built here and copied into $BIN (carried).
 # Usage on the device (repository root): BIN=build-kperf2/bin bash kernels/bench/run_kperf.sh [bench] [full] [ncu]

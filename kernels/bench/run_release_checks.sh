@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for a kernel release: the GPU tests, validate, the bench runs that make the committed samples
+# A kernel release on the GPU machine: the GPU tests, validate, the bench runs that make the committed samples
 # (experiments/samples/bench_h200_*: copy them there from out/fin), then compute-sanitizer memcheck and racecheck of
 # each tuned layout's real-head cases in parallel, until the deadline. Usage on the device (repository root):
 #   bash kernels/bench/run_release_checks.sh BIN_DIR [LIMIT_S (default 565)]
@@ -33,7 +33,7 @@ L=$(( limit - (SECONDS - t0) - 25 ))
 log "sanitizers, deadline $L s"
 # One process per (tool, layout, test case), in parallel on the GPU: each tuned layout's real-head cases (the fused
 # FP32 step grid, the split layout's two kernels with the folded flush, the grouped verify in [verify-drafts]). This
-# list takes ~170 s on one H200; the whole [sanitize] and [real-head] sets (scripts/gpu_checks.sh) outlast one call.
+# list takes ~170 s on one H200; the whole [sanitize] and [real-head] sets (scripts/gpu_checks.sh) take much longer.
 san() {  # tool layout filter name
   REPLAYSSM_TEST_LAYOUT=$2 timeout "$L" compute-sanitizer --tool "$1" --error-exitcode 99 "$bin/test_cuda_kernels" "$3" \
     -r compact -s > "$F/san_$4.log" 2>&1

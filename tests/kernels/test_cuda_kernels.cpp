@@ -28,7 +28,7 @@ namespace {
 // its flush CTAs stride through them. The [real-head] cases add two slices per flush CTA (a CTA's item starts at slice
 // 2, which whole heads never reach), head_step_kernel's generic instantiation, and the fused step grid (told of every
 // flushing sequence, and of one: one flush row strides through all).
-// REPLAYSSM_TEST_LAYOUT=<name> keeps one (compute-sanitizer jobs, where the tripled GPU work outlasts a device call; a
+// REPLAYSSM_TEST_LAYOUT=<name> keeps one (compute-sanitizer jobs, where the tripled GPU work takes too long under a sanitizer; a
 // run with one layout covers only its kernel instantiations; tests that do not run that layout return before any
 // assertion).
 struct Layout {
@@ -97,7 +97,7 @@ std::vector<std::string> case_groups(const std::vector<Case>& cases) {
 }
 
 // One policy per call, so that each (arch, policy) is its own test case: compute-sanitizer runs them as parallel
-// processes (scripts/gpu_checks.sh), since one instrumented process over every mode outlasts a device call.
+// processes (scripts/gpu_checks.sh), since one instrumented process over every mode takes too long.
 // u: only GDN replay_split modes of that u source (the largest policy, split again for the sanitizer jobs).
 // group: only the cases of that group (case_groups; "" = all); each case keeps the seed of its place in the list.
 // pairs: the ReplaySSM runs add the split layout with two slices per flush CTA (kSlicePairs) where a head has more
