@@ -18,6 +18,8 @@
 #include "core/h5.h"
 #include "emulation/decode_api.h"
 #include "emulation/device_backend.h"
+#include "emulation/dump_cases.h"
+#include "emulation/external_mode.h"
 #include "emulation/tolerances.h"
 #include "emulation/validation.h"
 
@@ -40,7 +42,11 @@ void add_options(po::options_description& d) {
       "outside kernel's outputs (.h5: /layers/<i>/o [, final_state]) to check against the FP64 reference of "
       "--activations, per layer and head")(
       "rtol", po::value<double>()->default_value(kExternalDefaultRtol, "1e-4"),
-      "--external pass bound: relative RMS per layer and head");
+      "--external pass bound: relative RMS per layer and head")(
+      "mode", po::value<std::string>(),
+      "--external: the decode mode theirs implements, policy/format[/scaling][/rounding][/u=SRC][/L=N][/seed=N] "
+      "(e.g. conventional_shared/bf16, replay_shared/fp8_e4m3/row/L=16): judged against the mode-aware FP64 "
+      "reference with a derived bound instead of --rtol");
 }
 
 // The resolved plan override (--plan with REPLAYSSM_PLAN), or exit 2 naming the key.
@@ -50,80 +56,6 @@ std::string checked_plan(const po::variables_map& vm) {
   } catch (const std::invalid_argument& e) {
     throw UserError(std::string("--plan: ") + e.what());
   }
-}
-
-// A dump layer in the recurrence-facing FP32 form (see decode_api.h), one sequence.
-std::vector<std::pair<Shape, TokenData>> load_activations(const std::string& path) {
-  h5::File f = h5::File::open_read(path);
-  if (!f.has_attr("/", "arch")) f.fail("/ (attr arch)", "missing root attribute 'arch'");
-  const std::string arch = f.attr_string("/", "arch");
-  if (arch != "gdn" && arch != "mamba2") f.fail("/ (attr arch)", "expected 'gdn' or 'mamba2', got '" + arch + "'");
-  std::vector<std::pair<Shape, TokenData>> out;
-  if (!f.exists("/layers")) f.fail("/layers", "missing group");
-  for (const std::string& li : f.list("/layers")) {
-    const std::string p = "/layers/" + li + "/";
-    Shape s;
-    s.name = "acts layer " + li;
-    TokenData td;
-    td.B = 1;
-    if (arch == "gdn") {
-      s.arch = Arch::gdn;
-      auto q = f.read_f64(p + "q"), k = f.read_f64(p + "k"), v = f.read_f64(p + "v"), g = f.read_f64(p + "g"),
-           beta = f.read_f64(p + "beta");
-      h5::require_shape(f, p + "q", q.shape, {0, 0, 0});
-      const std::size_t T = q.dim(0), Hk = q.dim(1), K = q.dim(2);
-      h5::require_shape(f, p + "k", k.shape, {T, Hk, K});
-      h5::require_shape(f, p + "v", v.shape, {T, 0, 0});
-      const std::size_t Hv = v.dim(1), V = v.dim(2);
-      h5::require_shape(f, p + "g", g.shape, {T, Hv});
-      h5::require_shape(f, p + "beta", beta.shape, {T, Hv});
-      if (Hv % Hk != 0) f.fail(p + "v", "value heads must be a multiple of key heads");
-      if (K % 4 != 0) f.fail(p + "q", "K must be a multiple of 4");
-      const double scale = f.has_attr("/", "scale") ? f.attr_double("/", "scale") : 1.0 / std::sqrt(double(K));
-      s.dims = Dims{1, int(Hk), int(Hv), int(K), int(V)};
-      td.T = int(T);
-      for (double x : g.data) td.a.push_back(float(std::exp(x)));
-      for (double x : beta.data) td.beta.push_back(float(x));
-      for (double x : v.data) td.v.push_back(float(x));
-      for (double x : k.data) td.k.push_back(float(x));
-      for (double x : q.data) td.q.push_back(float(scale * x));
-    } else {
-      s.arch = Arch::mamba2;
-      auto x = f.read_f64(p + "x"), B = f.read_f64(p + "B"), C = f.read_f64(p + "C"), dt = f.read_f64(p + "dt"),
-           A = f.read_f64(p + "A");
-      h5::require_shape(f, p + "x", x.shape, {0, 0, 0});
-      const std::size_t T = x.dim(0), H = x.dim(1), P = x.dim(2);
-      h5::require_shape(f, p + "B", B.shape, {T, 0, 0});
-      const std::size_t G = B.dim(1), N = B.dim(2);
-      h5::require_shape(f, p + "C", C.shape, {T, G, N});
-      h5::require_shape(f, p + "dt", dt.shape, {T, H});
-      h5::require_shape(f, p + "A", A.shape, {H});
-      if (H % G != 0) f.fail(p + "x", "heads must be a multiple of groups");
-      if (N % 4 != 0) f.fail(p + "B", "N must be a multiple of 4");
-      std::vector<double> D;
-      if (f.exists(p + "D")) {
-        auto Da = f.read_f64(p + "D");
-        h5::require_shape(f, p + "D", Da.shape, {H});
-        D = Da.data;
-      }
-      s.dims = Dims{1, int(G), int(H), int(N), int(P)};
-      td.T = int(T);
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t h = 0; h < H; ++h) {
-          const double d = dt.data[t * H + h];
-          td.a.push_back(float(std::exp(d * A.data[h])));
-          for (std::size_t pp = 0; pp < P; ++pp) {
-            const double xv = x.data[(t * H + h) * P + pp];
-            td.v.push_back(float(d * xv));
-            if (!D.empty()) td.skip.push_back(float(D[h] * xv));
-          }
-        }
-      for (double e : B.data) td.k.push_back(float(e));
-      for (double e : C.data) td.q.push_back(float(e));
-    }
-    out.emplace_back(s, std::move(td));
-  }
-  return out;
 }
 
 struct Summary {
@@ -159,9 +91,16 @@ int run(const po::variables_map& vm) {
   if (vm.count("external")) {  // an outside kernel's file against the FP64 reference (core/external_validation.h)
     if (!vm.count("activations"))
       throw UserError("--external needs --activations acts.h5 (the dump the outside kernel ran on)");
+    if (vm.count("mode")) {
+      if (!vm["rtol"].defaulted())
+        throw UserError("--rtol does not apply with --mode (the bound of a mode is derived: src/emulation/tolerances.h)");
+      return run_external_mode_validation(vm["external"].as<std::string>(), vm["activations"].as<std::string>(),
+                                          vm["mode"].as<std::string>());
+    }
     return run_external_validation(vm["external"].as<std::string>(), vm["activations"].as<std::string>(),
                                    vm["rtol"].as<double>());
   }
+  if (vm.count("mode")) throw UserError("--mode applies to --external only (without it, validate runs every mode)");
   const auto t0 = std::chrono::steady_clock::now();
   const std::string arch_s = vm["arch"].as<std::string>(), backend_s = vm["backend"].as<std::string>(),
                     shapes_s = vm["shapes"].as<std::string>();
@@ -209,16 +148,11 @@ int run(const po::variables_map& vm) {
   if (vm.count("activations")) {
     const std::string path = vm["activations"].as<std::string>();
     const int max_tokens = vm["max-tokens"].as<int>();
-    for (auto& [s, td] : load_activations(path)) {
-      if (std::find(archs.begin(), archs.end(), s.arch) == archs.end()) continue;
-      Case c{s.name, {}, -1.0, -0.01, true};
-      CaseInputs in = inputs_from_tokens(s, td, max_tokens);
-      c.ops = in.op_list;
-      // the effective memory of a real layer: from its largest decay
-      double amax = 0.0;
-      for (float x : td.a) amax = std::max(amax, double(x));
-      c.g_hi = std::log(std::max(amax, 1e-30));
-      work.emplace_back(s, std::vector<Case>{c}, std::vector<CaseInputs>{std::move(in)});
+    for (const DumpLayerCase& l : load_dump_cases(path)) {
+      if (std::find(archs.begin(), archs.end(), l.shape.arch) == archs.end()) continue;
+      CaseInputs in = dump_case_inputs(l, max_tokens);
+      const Case c = dump_case(l, in);
+      work.emplace_back(l.shape, std::vector<Case>{c}, std::vector<CaseInputs>{std::move(in)});
     }
   }
 
@@ -273,7 +207,8 @@ int run(const po::variables_map& vm) {
 const Registrar reg{{"validate", "check every decode kernel x mode against the FP64 reference and the emulation",
                      add_options, run,
                      "replayssm validate --arch all --backend all --shapes small\n"
-                     "  replayssm validate --external theirs.h5 --activations acts.h5 [--rtol 1e-4]",
+                     "  replayssm validate --external theirs.h5 --activations acts.h5 [--rtol 1e-4]\n"
+                     "  replayssm validate --external theirs.h5 --activations acts.h5 --mode conventional_shared/bf16",
                      ""}};
 
 }  // namespace

@@ -23,56 +23,22 @@ struct ExternalRow {
   bool pass() const { return out.pass && (!state || state->pass); }
 };
 
-struct LayerDims {
-  std::size_t T, H, V, K;  // heads, rows, columns of one head's state (Mamba-2: H, P, N)
-};
-
-LayerDims dims_of(const DumpLayer& l, Arch arch) {
+ExternalLayerShape dims_of(const DumpLayer& l, Arch arch) {
   auto z = [](int v) { return static_cast<std::size_t>(v); };
-  if (arch == Arch::gdn) return {z(l.gdn.T), z(l.gdn.Hv), z(l.gdn.V), z(l.gdn.K)};
-  return {z(l.mamba2.T), z(l.mamba2.H), z(l.mamba2.P), z(l.mamba2.N)};
+  if (arch == Arch::gdn) return {l.name, z(l.gdn.T), z(l.gdn.Hv), z(l.gdn.V), z(l.gdn.K)};
+  return {l.name, z(l.mamba2.T), z(l.mamba2.H), z(l.mamba2.P), z(l.mamba2.N)};
 }
 
-// One head's slice of a [T][H][V] output, as a contiguous [T][V] array.
-template <class T>
-std::vector<double> head_rows(const std::vector<T>& o, const LayerDims& d, std::size_t h) {
-  std::vector<double> out(d.T * d.V);
-  for (std::size_t t = 0; t < d.T; ++t)
-    for (std::size_t i = 0; i < d.V; ++i) out[t * d.V + i] = static_cast<double>(o[(t * d.H + h) * d.V + i]);
-  return out;
-}
-
-// Reads theirs (one-line UserError naming the file and field, exit 2, on a missing layer, a wrong shape or a
-// non-numeric dataset; NaN/Inf in theirs is a failed comparison, not a bad input) and compares it with the FP64
-// reference of every dump layer.
+// Reads theirs (read_external_outputs) and compares it with the FP64 reference of every dump layer.
 std::vector<ExternalRow> validate_external(const std::string& theirs_path, const ActivationDump& dump, double rtol) {
-  const h5::File theirs = h5::File::open_read(theirs_path);
   const Tolerance tol = external_tolerance(rtol);
-  // Read every field of theirs first: a bad file fails before minutes of reference work.
-  struct Theirs {
-    std::vector<double> o;
-    std::optional<std::vector<double>> state;
-  };
-  std::vector<Theirs> got;
-  for (const auto& l : dump.layers) {
-    const LayerDims d = dims_of(l, dump.arch);
-    const std::string g = "/layers/" + l.name;
-    if (!theirs.exists(g + "/o"))
-      theirs.fail(g + "/o", "missing dataset (the dump " + dump.path + " has layer " + l.name + ")");
-    auto o = theirs.read_f64(g + "/o", /*require_finite=*/false);  // NaN is a failed result, not bad input
-    h5::require_shape(theirs, g + "/o", o.shape, {d.T, d.H, d.V});
-    Theirs t{std::move(o.data), std::nullopt};
-    if (theirs.exists(g + "/final_state")) {
-      auto s = theirs.read_f64(g + "/final_state", false);
-      h5::require_shape(theirs, g + "/final_state", s.shape, {d.H, d.V, d.K});
-      t.state = std::move(s.data);
-    }
-    got.push_back(std::move(t));
-  }
+  std::vector<ExternalLayerShape> shapes;
+  for (const auto& l : dump.layers) shapes.push_back(dims_of(l, dump.arch));
+  const std::vector<ExternalOutputs> got = read_external_outputs(theirs_path, dump.path, shapes);
   std::vector<ExternalRow> rows;
   for (std::size_t li = 0; li < dump.layers.size(); ++li) {
     const DumpLayer& l = dump.layers[li];
-    const LayerDims d = dims_of(l, dump.arch);
+    const ExternalLayerShape& d = shapes[li];
     const std::vector<double>* init = l.initial_state ? &*l.initial_state : nullptr;
     const ref::LayerOutputs spec =
         dump.arch == Arch::gdn ? ref::gdn_recurrent(l.gdn, init) : ref::mamba2_recurrent(l.mamba2, init);
@@ -81,7 +47,7 @@ std::vector<ExternalRow> validate_external(const std::string& theirs_path, const
       ExternalRow r;
       r.layer = l.name;
       r.head = static_cast<int>(h);
-      r.out = compare(head_rows(spec.o, d, h), head_rows(got[li].o, d, h), tol);
+      r.out = compare(external_head_rows(spec.o, d, h), external_head_rows(got[li].o, d, h), tol);
       if (got[li].state)
         r.state = compare(spec.final_state.data() + h * per_head, got[li].state->data() + h * per_head, per_head, tol);
       rows.push_back(std::move(r));
@@ -119,6 +85,34 @@ int print_external_report(const std::vector<ExternalRow>& rows, const std::strin
 }
 
 }  // namespace
+
+std::vector<ExternalOutputs> read_external_outputs(const std::string& theirs_path, const std::string& dump_path,
+                                                   const std::vector<ExternalLayerShape>& layers) {
+  const h5::File theirs = h5::File::open_read(theirs_path);
+  std::vector<ExternalOutputs> got;
+  for (const ExternalLayerShape& d : layers) {
+    const std::string g = "/layers/" + d.name;
+    if (!theirs.exists(g + "/o"))
+      theirs.fail(g + "/o", "missing dataset (the dump " + dump_path + " has layer " + d.name + ")");
+    auto o = theirs.read_f64(g + "/o", /*require_finite=*/false);  // NaN is a failed result, not bad input
+    h5::require_shape(theirs, g + "/o", o.shape, {d.T, d.H, d.V});
+    ExternalOutputs t{std::move(o.data), std::nullopt};
+    if (theirs.exists(g + "/final_state")) {
+      auto st = theirs.read_f64(g + "/final_state", false);
+      h5::require_shape(theirs, g + "/final_state", st.shape, {d.H, d.V, d.K});
+      t.state = std::move(st.data);
+    }
+    got.push_back(std::move(t));
+  }
+  return got;
+}
+
+std::vector<double> external_head_rows(const std::vector<double>& o, const ExternalLayerShape& d, std::size_t h) {
+  std::vector<double> out(d.T * d.V);
+  for (std::size_t t = 0; t < d.T; ++t)
+    for (std::size_t i = 0; i < d.V; ++i) out[t * d.V + i] = o[(t * d.H + h) * d.V + i];
+  return out;
+}
 
 int run_external_validation(const std::string& theirs_path, const std::string& dump_path, double rtol) {
   if (!(rtol > 0.0) || !std::isfinite(rtol))

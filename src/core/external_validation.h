@@ -4,7 +4,9 @@
 // activation dump, per layer and head, with the one compare() of core/compare.h. (No activation_dump.h here: the
 // validate command also sees emu::Arch, and the two Arch enums must not meet.)
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/compare.h"
 
@@ -20,6 +22,24 @@ inline constexpr double kExternalDefaultRtol = 1e-4;
 inline Tolerance external_tolerance(double rtol) {
   return Tolerance{std::numeric_limits<double>::infinity(), rtol, 0.0};
 }
+
+// What an outside kernel wrote for one dump layer: /layers/<name>/o [T, H, V] and, where present,
+// /layers/<name>/final_state [H, V, K] (H, V, K: value heads, rows and columns of a head's state; Mamba-2 H, P, N).
+struct ExternalLayerShape {
+  std::string name;
+  std::size_t T, H, V, K;
+};
+struct ExternalOutputs {
+  std::vector<double> o;
+  std::optional<std::vector<double>> state;
+};
+// Reads every layer of theirs first, so that a bad file fails before minutes of reference work: a missing layer, a
+// wrong shape or a non-numeric dataset is a UserError naming the file and the field (exit 2); NaN/Inf is read as it
+// is (a failed comparison, not bad input). dump_path only names the dump in the message.
+std::vector<ExternalOutputs> read_external_outputs(const std::string& theirs_path, const std::string& dump_path,
+                                                   const std::vector<ExternalLayerShape>& layers);
+// One head's slice of a [T][H][V] array, as a contiguous [T][V] array.
+std::vector<double> external_head_rows(const std::vector<double>& o, const ExternalLayerShape& d, std::size_t h);
 
 // The whole command: checks --rtol (finite, > 0), reads the dump, compares, prints. Returns the exit code (0 pass,
 // 1 any row failed); bad input throws UserError (exit 2).

@@ -1,6 +1,8 @@
 #include "emulation/decode_api.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 namespace replayssm::emu {
@@ -43,6 +45,57 @@ std::string Mode::name() const {
                   formats::scaling_name(scaling) + "/" + formats::rounding_name(rounding);
   if (arch == Arch::gdn && split()) s += std::string("/u=") + usource_name(usource);
   return s;
+}
+
+Mode parse_mode(const std::string& name, Arch arch) {
+  std::vector<std::string> seg;
+  for (std::size_t b = 0;;) {
+    const std::size_t e = name.find('/', b);
+    seg.push_back(name.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  for (const std::string& x : seg)
+    if (x.empty()) throw std::invalid_argument("mode '" + name + "': empty segment");
+  if (seg.size() < 2) throw std::invalid_argument("mode '" + name + "': expected policy/format[/scaling][/rounding]...");
+  Mode m;
+  m.arch = arch;
+  m.policy = parse_policy(seg[0]);
+  m.format = formats::parse_format(seg[1]);
+  m.scaling = formats::default_scaling(m.format);
+  auto number = [&](const std::string& x, const char* key, long long lo, long long hi) {
+    const std::string v = x.substr(x.find('=') + 1);
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno == ERANGE || n < lo || n > hi)
+      throw std::invalid_argument("mode '" + name + "': " + key + " must be an integer in [" + std::to_string(lo) +
+                                  ", " + std::to_string(hi) + "], got '" + v + "'");
+    return n;
+  };
+  bool scaling_seen = false, rounding_seen = false;
+  for (std::size_t i = 2; i < seg.size(); ++i) {
+    const std::string& x = seg[i];
+    if (x.rfind("u=", 0) == 0) {
+      if (!(arch == Arch::gdn && m.policy == Policy::replay_split))
+        throw std::invalid_argument("mode '" + name + "': u= applies to gdn replay_split only");
+      m.usource = parse_usource(x.substr(2));
+    } else if (x.rfind("L=", 0) == 0) {
+      m.L = int(number(x, "L", 1, 4096));
+    } else if (x.rfind("seed=", 0) == 0) {
+      m.seed = std::uint64_t(number(x, "seed", 0, std::numeric_limits<long long>::max()));
+    } else if (!scaling_seen && !rounding_seen && x != "rne" && x != "sr") {
+      m.scaling = formats::parse_scaling(x);
+      scaling_seen = true;
+    } else if (!rounding_seen) {
+      m.rounding = formats::parse_rounding(x);
+      rounding_seen = true;
+    } else {
+      throw std::invalid_argument("mode '" + name + "': unexpected segment '" + x + "'");
+    }
+  }
+  formats::check_combination(m.format, m.scaling, m.rounding);
+  return m;
 }
 
 void check_mode(const Mode& m, const Dims& d) {

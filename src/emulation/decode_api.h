@@ -63,6 +63,11 @@ struct Mode {
 // Throws std::invalid_argument on a bad combination (format x scaling x rounding, L, drafts, dims).
 void check_mode(const Mode& m, const Dims& d);
 
+// The inverse of Mode::name(), for options: "policy/format[/scaling][/rounding][/u=SRC][/L=N][/seed=N]" (scaling
+// defaults to the format's own, rounding to rne, u to hp, L to 16, seed to 0). The arch is the caller's. Throws
+// std::invalid_argument naming the bad segment or combination.
+Mode parse_mode(const std::string& name, Arch arch);
+
 struct TokenBatch {
   int T = 1;
   const float* a = nullptr;

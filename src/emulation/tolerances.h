@@ -8,6 +8,7 @@
 //  * kEmulationTolerance / kMinIdenticalBytes / tc_dots_tolerance: a backend against the emulation.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/compare.h"
 #include "emulation/decode_api.h"
@@ -81,6 +82,13 @@ inline double group_factor(const Mode& m, int V, int K) {
 inline double effective_tokens(long n_tokens, double mem) {
   return std::max(1.0, std::min(double(n_tokens) + 1.0, mem));
 }
+// Stores of the state within the recurrence's memory T_eff (the n_q of tolerance_vs_fp64).
+inline double stores_in_memory(const Mode& m, double T_eff) {
+  if (m.policy == Policy::replay_shared) return std::max(1.0, T_eff / m.L) + 1.0;
+  if (m.policy == Policy::replay_split && !(m.arch == Arch::gdn && m.usource == USource::lp)) return 1.0;
+  return T_eff;  // conventional-shared, GDN split u=lp
+}
+
 // The FP32 arithmetic floor in relative RMS (the random-walk bound above): kFp32Coeff 2^-24 sqrt(K) sqrt(T_eff).
 inline double fp32_floor(int K, double T_eff) {
   return kFp32Coeff * std::ldexp(1.0, -24) * std::sqrt(double(K)) * std::sqrt(T_eff);
@@ -93,9 +101,7 @@ inline Tolerance tolerance_vs_fp64(const Mode& m, int V, int K, long n_tokens, d
   const double T_eff = std::max(1.0, std::min(double(n_tokens) + 1.0, mem));
   double rel = kFp32Coeff * std::ldexp(1.0, -24) * std::sqrt(double(K)) * std::sqrt(T_eff);
   if (m.format != formats::FormatId::fp32) {
-    double n_q = T_eff;  // conventional-shared, GDN split u=lp
-    if (m.policy == Policy::replay_shared) n_q = std::max(1.0, T_eff / m.L) + 1.0;
-    if (m.policy == Policy::replay_split && !(m.arch == Arch::gdn && m.usource == USource::lp)) n_q = 1.0;
+    const double n_q = stores_in_memory(m, T_eff);
     double lp = kLpCoeff * unit_roundoff(m.format) * group_factor(m, V, K) * std::sqrt(n_q);
     if (m.rounding == formats::Rounding::sr) lp *= kSrFactor;
     rel += std::min(lp, kLpCap);
@@ -201,6 +207,30 @@ inline ModeAwareTolerance tolerance_vs_mode_aware(const Mode& m, int V, int K, l
       s.max_flip_fraction += kFlipFractionCoeff * floor / unit_roundoff(formats::FormatId::fp8_e4m3);
   }
   return t;
+}
+
+// ================================ an outside kernel of a mode ================================
+// `validate --external theirs.h5 --activations acts.h5 --mode M`: an outside kernel's outputs and final state against
+// the mode-aware reference of M. Their stores are not in the file, so nothing of theirs can be taken over: a code
+// that flips in their store (their FP32 and the FP64 state straddling a rounding boundary) stays flipped and moves
+// later outputs. How far that carries depends on the input (how often an element sits at a boundary, how long the
+// recurrence remembers it), so the scale is measured, not guessed: our emulation is an FP32 implementation of the same
+// mode whose every store passes the code-by-code check of run_mode_aware, and its distance to the reference without
+// takeover (`ours`, the largest over the layer's heads, outputs and state) is the FP32 arithmetic plus exactly the
+// flips an FP32 kernel keeps on this input. Another summation order flips another set of the same size:
+//   rel_rms <= max(fp32_floor, kExternalEmulationFactor * ours)
+// No format error is in it: a store in the wrong place, of the wrong format or with the wrong scale moves outputs by
+// the mode's own error (the mode-aware reference against plain FP64), which validate prints beside the bound; their
+// ratio (the separation) says how well this input tells the two apart.
+inline constexpr double kExternalEmulationFactor = 8.0;
+// A separation below this: this input cannot tell a misplaced store from arithmetic (validate says so per row).
+inline constexpr double kExternalMinSeparation = 4.0;
+
+// Relative RMS per (layer, head); the element-wise bound is off (infinite), as for the plain --external check: an
+// outside kernel is judged by the one documented number, and NaN/Inf still fail through compare().
+inline Tolerance external_mode_tolerance(int K, long n_tokens, double mem, double ours_rel_rms) {
+  const double rel = std::max(fp32_floor(K, effective_tokens(n_tokens, mem)), kExternalEmulationFactor * ours_rel_rms);
+  return Tolerance{std::numeric_limits<double>::infinity(), rel, 0.0};
 }
 
 }  // namespace replayssm::emu

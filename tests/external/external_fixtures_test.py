@@ -7,6 +7,8 @@ datasets/external/ holds dumps captured by datasets/capture_hf.py from tiny rand
   - the captured outputs against `replayssm reference` within the derived FP32 bound (capture_bound.py);
   - `validate --external`: the torch recurrence passes; a corrupted copy, a NaN, a bad final state and a tighter
     --rtol fail with exit 1; bad, missing or mismatched inputs exit 2 with one line naming the file and the field;
+  - `validate --external --mode`: experiments/external/numpy_stored_state_gdn.py (a numpy kernel with a BF16/FP16
+    state) passes when it stores where the mode stores and fails with the quantisation misplaced or missing;
   - `sweep --activations` on both dumps: results schema (drift only, no KL/NLL/top-1 datasets), determinism
     (a rerun with another --jobs gives identical datasets), FP32 and replay-split at the FP32 level, refused options.
 Run with Debian's /usr/bin/python3 (numpy + h5py); the CLI comes from $REPLAYSSM_CLI or argv[1]."""
@@ -147,6 +149,59 @@ def validate_external(tmp):
     expect_bad(run("validate", "--external", THEIRS), ["--activations"], "--external without --activations")
 
 
+NUMPY_KERNEL = os.path.join(SRC, "experiments", "external", "numpy_stored_state_gdn.py")
+
+
+def mode_rows(stdout):
+    """(layer, head, result) of the per-row lines of `validate --external --mode`."""
+    rows = []
+    for ln in stdout.splitlines():
+        f = ln.split()
+        if len(f) >= 6 and f[5] in ("PASS", "FAIL"):
+            rows.append((f[0], f[1], f[5]))
+    return rows
+
+
+def validate_external_mode(tmp):
+    """The worked example of experiments/external/: an independent numpy kernel with a BF16 (FP16) state cache passes
+    `--mode conventional_shared/bf16` when it stores where the mode stores, and fails when the output reads the
+    re-quantised state or when it never quantises; the torch FP32 recurrence passes the fp32 mode."""
+    for fmt in ("bf16", "fp16"):
+        for placement, want in (("right", 0), ("after", 1), ("none", 1)):
+            out = os.path.join(tmp, f"np_{fmt}_{placement}.h5")
+            g = subprocess.run([sys.executable, NUMPY_KERNEL, "--in", QWEN, "--out", out, "--format", fmt,
+                                "--placement", placement], capture_output=True, text=True)
+            check(g.returncode == 0, f"numpy kernel {fmt} {placement}: {g.stderr}")
+            r = run("validate", "--external", out, "--activations", QWEN, "--mode", f"conventional_shared/{fmt}")
+            rows = mode_rows(r.stdout)
+            what = f"numpy {fmt} placement {placement}"
+            check(r.returncode == want, f"{what}: exit {r.returncode}, expected {want}\n{r.stdout}{r.stderr}")
+            check(len(rows) == 4, f"{what}: expected 4 rows: {rows}")
+            if want == 0:
+                check(all(x[2] == "PASS" for x in rows), f"{what}: every row should pass: {rows}")
+            else:  # every head where the mode's error stands out must fail (the rows with separation >= 4)
+                sep_rows = [ln.split() for ln in r.stdout.splitlines() if len(ln.split()) == 10 and ln.split()[5] in
+                            ("PASS", "FAIL") and float(ln.split()[9]) >= 4.0]
+                check(sep_rows and all(x[5] == "FAIL" for x in sep_rows), f"{what}: separated rows should fail:\n"
+                      f"{r.stdout}")
+            if placement == "right":
+                print(r.stdout)
+    r = run("validate", "--external", THEIRS, "--activations", QWEN, "--mode", "conventional_shared/fp32")
+    check(r.returncode == 0 and len(mode_rows(r.stdout)) == 4, f"torch FP32 under --mode fp32: {r.stdout}{r.stderr}")
+    r = run("validate", "--external", THEIRS, "--activations", QWEN, "--mode", "replay_shared/fp8_e4m3/row")
+    check(r.returncode == 1, f"torch FP32 claiming an FP8 state should fail: {r.stdout}")
+    for bad in ("replay_shared", "nope/bf16", "replay_shared/bf16/row", "replay_shared/bf16/L=0",
+                "conventional_shared/bf16/u=lp"):
+        expect_bad(run("validate", "--external", THEIRS, "--activations", QWEN, "--mode", bad), ["--mode"],
+                   f"--mode {bad}")
+    expect_bad(run("validate", "--external", THEIRS, "--activations", NEMO, "--mode", "replay_split/bf16/u=lp"),
+               ["--mode", "mamba2"], "u= on a Mamba-2 dump")
+    expect_bad(run("validate", "--external", THEIRS, "--activations", QWEN, "--mode", "conventional_shared/bf16",
+                   "--rtol", "1e-3"), ["--rtol", "--mode"], "--rtol with --mode")
+    expect_bad(run("validate", "--mode", "conventional_shared/bf16"), ["--mode", "--external"],
+               "--mode without --external")
+
+
 def sweep_files(path):
     out = {}
     with h5py.File(path, "r") as f:
@@ -244,6 +299,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(os.path.exists(fixture), f"fixture missing: {fixture}")
     capture_vs_reference(tmp)
     validate_external(tmp)
+    validate_external_mode(tmp)
     sweep_activations(tmp)
 
 finish("external_fixtures")
