@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An outside low-precision GDN kernel checked by `replayssm validate --external --mode`: a numpy float32 decode
 whose state is stored in BF16 or FP16 after every token (the conventional decode of an engine with a low-precision
-SSM-state cache), written independently of replayssm from the semantics its docs state.
+SSM-state cache), written independently of replayssm from the semantics its docs state (numpy_kernels.py).
 
   --placement right   the documented conventional mode: a step starts from the stored (decoded) state, its output
                       reads the new state BEFORE it is re-quantised, then the state is stored
@@ -24,62 +24,25 @@ Needs numpy and h5py only.
 import argparse
 import os
 
+import sys
+
 import h5py
-import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numpy_kernels import gdn_decode  # noqa: E402  (this folder)
 
 
-def round_bf16(x):
-    """float32 -> nearest BF16 (ties to even), returned as float32 (finite inputs)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32)
-
-
-def round_fp16(x):
-    """float32 -> nearest IEEE half (numpy's conversion rounds to nearest even), back to float32."""
-    return np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32)
-
-
-STORES = {"bf16": round_bf16, "fp16": round_fp16}
-
-
-def run_layer(g, scale, store, placement):
-    q, k, v = (g[n][...].astype(np.float32) for n in ("q", "k", "v"))
-    a = np.exp(g["g"][...].astype(np.float64)).astype(np.float32)  # the decay exp(g), rounded once
-    beta = g["beta"][...].astype(np.float32)
-    T, Hk, K = q.shape
-    Hv, V = v.shape[1], v.shape[2]
-    ratio = Hv // Hk  # value head h reads key head h // ratio
-    S = np.zeros((Hv, V, K), np.float32)
-    if "initial_state" in g:
-        S = g["initial_state"][...].astype(np.float32)
-    if placement != "none":
-        S = store(S)  # the initial state is stored too
-    o = np.zeros((T, Hv, V), np.float32)
-    qs = (q * np.float32(scale)).astype(np.float32)
-    for t in range(T):
-        for h in range(Hv):
-            kk, qq = k[t, h // ratio], qs[t, h // ratio]
-            Sh = S[h] * a[t, h]
-            u = beta[t, h] * (v[t, h] - Sh @ kk)
-            Sh = Sh + np.outer(u, kk)
-            if placement == "right":
-                o[t, h] = Sh @ qq
-                Sh = store(Sh)
-            elif placement == "after":
-                Sh = store(Sh)
-                o[t, h] = Sh @ qq
-            else:
-                o[t, h] = Sh @ qq
-            S[h] = Sh
-    return o, S
+def run_layer(g, scale, state_format, placement):
+    init = g["initial_state"][...] if "initial_state" in g else None
+    return gdn_decode(g["q"][...], g["k"][...], g["v"][...], g["g"][...], g["beta"][...], scale, init,
+                      state_format, placement)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--in", dest="inp", required=True, help="GDN activation dump")
     p.add_argument("--out", required=True, help="outputs (validate --external reads them)")
-    p.add_argument("--format", choices=sorted(STORES), default="bf16", help="the stored state's format")
+    p.add_argument("--format", choices=("bf16", "fp16"), default="bf16", help="the stored state's format")
     p.add_argument("--placement", choices=("right", "after", "none"), default="right")
     a = p.parse_args()
     tmp = a.out + ".tmp"
@@ -92,7 +55,7 @@ def main():
             out.attrs["kernel"] = f"numpy float32 GDN, state stored in {a.format}, placement {a.placement}"
             out.attrs["input"] = os.path.basename(a.inp)
             for name in sorted(f["layers"], key=int):
-                o, S = run_layer(f["layers"][name], scale, STORES[a.format], a.placement)
+                o, S = run_layer(f["layers"][name], scale, a.format, a.placement)
                 out[f"layers/{name}/o"] = o
                 out[f"layers/{name}/final_state"] = S
         os.replace(tmp, a.out)  # atomic: never a half-written file under the final name

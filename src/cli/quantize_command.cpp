@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "core/h5.h"
 #include "formats/format_id.h"
+#include "formats/quantize_heads.h"
 #include "formats/state_codec.h"
 
 namespace replayssm::cli {
@@ -61,50 +62,27 @@ int run(const po::variables_map& vm) {
   // NaN/Inf are allowed: what each format does with them is part of the study (src/formats/README.md).
   const h5::Array<float> x = in.read_f32(dataset, /*require_finite=*/false);
 
-  fm::CodecParams p;
-  p.scaling = spec.scaling;
-  p.rounding = spec.rounding;
-  p.seed = vm["seed"].as<unsigned long long>();
-  p.step = 0;
-  const std::size_t n = Vz * Kz;
-  std::vector<float> deq(x.data.size());
-  std::size_t code_bytes = 0, scale_bytes = 0;
-  int code_bits = 0, block = 0;
-  std::vector<std::uint8_t> codes, scales;
-  fm::dispatch_format(spec.format, [&](auto codec) {
-    using C = decltype(codec);
-    code_bits = C::kBits;
-    block = spec.scaling == fm::Scaling::block ? C::kBlock : 0;
-    code_bytes = C::code_bytes(V, K);
-    scale_bytes = C::scale_bytes(V, K, spec.scaling);
-    codes.assign(Hz * code_bytes, 0);
-    scales.assign(Hz * scale_bytes, 0);
-    for (std::size_t h = 0; h < Hz; ++h) {
-      p.head = static_cast<std::uint32_t>(h);
-      C::encode_state(x.data.data() + h * n, V, K, p, codes.data() + h * code_bytes, scales.data() + h * scale_bytes);
-      C::decode_state(codes.data() + h * code_bytes, scales.data() + h * scale_bytes, V, K, p, deq.data() + h * n);
-    }
-    return 0;
-  });
+  const std::uint64_t seed = vm["seed"].as<unsigned long long>();
+  const fm::QuantizedHeads q = fm::quantize_heads(x.data.data(), Hz, V, K, spec, seed);
 
   h5::AtomicOutput out(vm["out"].as<std::string>());
   h5::File& f = out.file();
-  f.write("/dequantized", shape, deq.data());
-  f.write("/codes", {Hz, code_bytes}, codes.data());
-  f.write("/scales", {Hz, scale_bytes}, scales.data());
+  f.write("/dequantized", shape, q.dequantized.data());
+  f.write("/codes", {Hz, q.code_bytes}, q.codes.data());
+  f.write("/scales", {Hz, q.scale_bytes}, q.scales.data());
   f.set_attr("/", "format", fm::format_name(spec.format));
   f.set_attr("/", "scaling", fm::scaling_name(spec.scaling));
   f.set_attr("/", "rounding", fm::rounding_name(spec.rounding));
-  f.set_attr("/", "seed", static_cast<std::int64_t>(p.seed));
+  f.set_attr("/", "seed", static_cast<std::int64_t>(seed));
   f.set_attr("/", "step", static_cast<std::int64_t>(0));
   f.set_attr("/", "input", vm["in"].as<std::string>());
   f.set_attr("/", "heads", static_cast<std::int64_t>(Hz));
   f.set_attr("/", "rows", static_cast<std::int64_t>(V));
   f.set_attr("/", "K", static_cast<std::int64_t>(K));
-  f.set_attr("/", "code_bits", static_cast<std::int64_t>(code_bits));
-  f.set_attr("/", "block", static_cast<std::int64_t>(block));
-  f.set_attr("/", "code_bytes_per_head", static_cast<std::int64_t>(code_bytes));
-  f.set_attr("/", "scale_bytes_per_head", static_cast<std::int64_t>(scale_bytes));
+  f.set_attr("/", "code_bits", static_cast<std::int64_t>(q.code_bits));
+  f.set_attr("/", "block", static_cast<std::int64_t>(q.block));
+  f.set_attr("/", "code_bytes_per_head", static_cast<std::int64_t>(q.code_bytes));
+  f.set_attr("/", "scale_bytes_per_head", static_cast<std::int64_t>(q.scale_bytes));
   f.set_attr("/", "layout",
              "heads = product of all axes but the last two (row-major); codes[h] = row-major [V][K] codes of head h "
              "(4-bit: even element in the low nibble); scales[h] = raw little-endian scale bytes of head h, "
@@ -113,7 +91,7 @@ int run(const po::variables_map& vm) {
   out.commit();
   std::cout << "quantize: " << fm::format_name(spec.format) << " (" << fm::scaling_name(spec.scaling) << ", "
             << fm::rounding_name(spec.rounding) << "): " << Hz << " head state(s) of [" << V << ", " << K << "], "
-            << (code_bytes + scale_bytes) << " bytes each, to " << out.final_path() << "\n";
+            << (q.code_bytes + q.scale_bytes) << " bytes each, to " << out.final_path() << "\n";
   return kExitOk;
 }
 

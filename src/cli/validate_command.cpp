@@ -46,7 +46,10 @@ void add_options(po::options_description& d) {
       "mode", po::value<std::string>(),
       "--external: the decode mode theirs implements, policy/format[/scaling][/rounding][/u=SRC][/L=N][/seed=N] "
       "(e.g. conventional_shared/bf16, replay_shared/fp8_e4m3/row/L=16): judged against the mode-aware FP64 "
-      "reference with a derived bound instead of --rtol");
+      "reference with a derived bound instead of --rtol")(
+      "save-expected", po::value<std::string>(),
+      "--external --mode: also write what theirs should be (the mode-aware reference and this tool's emulation of "
+      "the mode, per layer) to this .h5");
 }
 
 // The resolved plan override (--plan with REPLAYSSM_PLAN), or exit 2 naming the key.
@@ -94,13 +97,22 @@ int run(const po::variables_map& vm) {
     if (vm.count("mode")) {
       if (!vm["rtol"].defaulted())
         throw UserError("--rtol does not apply with --mode (the bound of a mode is derived: src/emulation/tolerances.h)");
+      ExpectedOutputs save;
+      if (vm.count("save-expected")) {
+        save.path = vm["save-expected"].as<std::string>();
+        if (save.path.empty()) throw UserError("--save-expected: empty path");
+        save.command = command_line();
+        save.options = resolved_options(vm);
+      }
       return run_external_mode_validation(vm["external"].as<std::string>(), vm["activations"].as<std::string>(),
-                                          vm["mode"].as<std::string>());
+                                          vm["mode"].as<std::string>(), save);
     }
+    if (vm.count("save-expected")) throw UserError("--save-expected applies to --external with --mode only");
     return run_external_validation(vm["external"].as<std::string>(), vm["activations"].as<std::string>(),
                                    vm["rtol"].as<double>());
   }
   if (vm.count("mode")) throw UserError("--mode applies to --external only (without it, validate runs every mode)");
+  if (vm.count("save-expected")) throw UserError("--save-expected applies to --external with --mode only");
   const auto t0 = std::chrono::steady_clock::now();
   const std::string arch_s = vm["arch"].as<std::string>(), backend_s = vm["backend"].as<std::string>(),
                     shapes_s = vm["shapes"].as<std::string>();

@@ -3,89 +3,92 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/h5.h"
+#include "core/activation_dump.h"
+#include "core/errors.h"
 
 namespace replayssm::emu {
 
-std::vector<DumpLayerCase> load_dump_cases(const std::string& path) {
-  h5::File f = h5::File::open_read(path);
-  if (!f.has_attr("/", "arch")) f.fail("/ (attr arch)", "missing root attribute 'arch'");
-  const std::string arch = f.attr_string("/", "arch");
-  if (arch != "gdn" && arch != "mamba2") f.fail("/ (attr arch)", "expected 'gdn' or 'mamba2', got '" + arch + "'");
-  std::vector<DumpLayerCase> out;
-  if (!f.exists("/layers")) f.fail("/layers", "missing group");
-  for (const std::string& li : f.list("/layers")) {
-    const std::string p = "/layers/" + li + "/";
-    Shape s;
-    s.name = "acts layer " + li;
-    TokenData td;
-    td.B = 1;
-    if (arch == "gdn") {
-      s.arch = Arch::gdn;
-      auto q = f.read_f64(p + "q"), k = f.read_f64(p + "k"), v = f.read_f64(p + "v"), g = f.read_f64(p + "g"),
-           beta = f.read_f64(p + "beta");
-      h5::require_shape(f, p + "q", q.shape, {0, 0, 0});
-      const std::size_t T = q.dim(0), Hk = q.dim(1), K = q.dim(2);
-      h5::require_shape(f, p + "k", k.shape, {T, Hk, K});
-      h5::require_shape(f, p + "v", v.shape, {T, 0, 0});
-      const std::size_t Hv = v.dim(1), V = v.dim(2);
-      h5::require_shape(f, p + "g", g.shape, {T, Hv});
-      h5::require_shape(f, p + "beta", beta.shape, {T, Hv});
-      if (Hv % Hk != 0) f.fail(p + "v", "value heads must be a multiple of key heads");
-      if (K % 4 != 0) f.fail(p + "q", "K must be a multiple of 4");
-      const double scale = f.has_attr("/", "scale") ? f.attr_double("/", "scale") : 1.0 / std::sqrt(double(K));
-      s.dims = Dims{1, int(Hk), int(Hv), int(K), int(V)};
-      td.T = int(T);
-      for (double x : g.data) td.a.push_back(float(std::exp(x)));
-      for (double x : beta.data) td.beta.push_back(float(x));
-      for (double x : v.data) td.v.push_back(float(x));
-      for (double x : k.data) td.k.push_back(float(x));
-      for (double x : q.data) td.q.push_back(float(scale * x));
-    } else {
-      s.arch = Arch::mamba2;
-      auto x = f.read_f64(p + "x"), B = f.read_f64(p + "B"), C = f.read_f64(p + "C"), dt = f.read_f64(p + "dt"),
-           A = f.read_f64(p + "A");
-      h5::require_shape(f, p + "x", x.shape, {0, 0, 0});
-      const std::size_t T = x.dim(0), H = x.dim(1), P = x.dim(2);
-      h5::require_shape(f, p + "B", B.shape, {T, 0, 0});
-      const std::size_t G = B.dim(1), N = B.dim(2);
-      h5::require_shape(f, p + "C", C.shape, {T, G, N});
-      h5::require_shape(f, p + "dt", dt.shape, {T, H});
-      h5::require_shape(f, p + "A", A.shape, {H});
-      if (H % G != 0) f.fail(p + "x", "heads must be a multiple of groups");
-      if (N % 4 != 0) f.fail(p + "B", "N must be a multiple of 4");
-      std::vector<double> D;
-      if (f.exists(p + "D")) {
-        auto Da = f.read_f64(p + "D");
-        h5::require_shape(f, p + "D", Da.shape, {H});
-        D = Da.data;
+TokenData gdn_tokens(int B, int T, int Hk, int Hv, int K, int V, double scale, const double* q, const double* k,
+                     const double* v, const double* g, const double* beta) {
+  TokenData td;
+  td.B = B;
+  td.T = T;
+  const std::size_t bt = std::size_t(B) * std::size_t(T), nh = bt * std::size_t(Hv), nk = bt * std::size_t(Hk) * K;
+  for (std::size_t i = 0; i < nh; ++i) td.a.push_back(float(std::exp(g[i])));
+  for (std::size_t i = 0; i < nh; ++i) td.beta.push_back(float(beta[i]));
+  for (std::size_t i = 0; i < nh * std::size_t(V); ++i) td.v.push_back(float(v[i]));
+  for (std::size_t i = 0; i < nk; ++i) td.k.push_back(float(k[i]));
+  for (std::size_t i = 0; i < nk; ++i) td.q.push_back(float(scale * q[i]));
+  return td;
+}
+
+TokenData mamba2_tokens(int B, int T, int G, int H, int N, int P, const double* x, const double* Bm, const double* C,
+                        const double* dt, const double* A, const double* D) {
+  TokenData td;
+  td.B = B;
+  td.T = T;
+  const std::size_t bt = std::size_t(B) * std::size_t(T);
+  for (std::size_t t = 0; t < bt; ++t)
+    for (std::size_t h = 0; h < std::size_t(H); ++h) {
+      const double d = dt[t * H + h];
+      td.a.push_back(float(std::exp(d * A[h])));
+      for (std::size_t p = 0; p < std::size_t(P); ++p) {
+        const double xv = x[(t * H + h) * P + p];
+        td.v.push_back(float(d * xv));
+        if (D) td.skip.push_back(float(D[h] * xv));
       }
-      s.dims = Dims{1, int(G), int(H), int(N), int(P)};
-      td.T = int(T);
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t h = 0; h < H; ++h) {
-          const double d = dt.data[t * H + h];
-          td.a.push_back(float(std::exp(d * A.data[h])));
-          for (std::size_t pp = 0; pp < P; ++pp) {
-            const double xv = x.data[(t * H + h) * P + pp];
-            td.v.push_back(float(d * xv));
-            if (!D.empty()) td.skip.push_back(float(D[h] * xv));
-          }
-        }
-      for (double e : B.data) td.k.push_back(float(e));
-      for (double e : C.data) td.q.push_back(float(e));
     }
-    const std::size_t n = s.dims.state_elems();
-    std::vector<float> S0(n, 0.0f);
-    if (f.exists(p + "initial_state")) {
-      auto S = f.read_f64(p + "initial_state");
-      h5::require_shape(f, p + "initial_state", S.shape,
-                        {std::size_t(s.dims.H), std::size_t(s.dims.V), std::size_t(s.dims.K)});
-      for (std::size_t i = 0; i < n; ++i) S0[i] = float(S.data[i]);
-    }
-    double a_max = 0.0;
-    for (float x : td.a) a_max = std::max(a_max, double(x));
-    out.push_back(DumpLayerCase{li, s, std::move(td), std::move(S0), a_max});
+  const std::size_t nk = bt * std::size_t(G) * N;
+  for (std::size_t i = 0; i < nk; ++i) td.k.push_back(float(Bm[i]));
+  for (std::size_t i = 0; i < nk; ++i) td.q.push_back(float(C[i]));
+  return td;
+}
+
+namespace {
+
+DumpLayerCase finish_case(const std::string& layer, Arch arch, const Dims& dims, TokenData td,
+                          const std::vector<double>* init) {
+  DumpLayerCase c;
+  c.layer = layer;
+  c.shape.name = "acts layer " + layer;
+  c.shape.arch = arch;
+  c.shape.dims = dims;
+  c.S0.assign(dims.state_elems(), 0.0f);
+  if (init)
+    for (std::size_t i = 0; i < c.S0.size(); ++i) c.S0[i] = float((*init)[i]);
+  for (float a : td.a) c.a_max = std::max(c.a_max, double(a));
+  c.tokens = std::move(td);
+  return c;
+}
+
+}  // namespace
+
+DumpLayerCase gdn_layer_case(const std::string& layer, const ref::GdnInputs& in, const std::vector<double>* init) {
+  return finish_case(layer, Arch::gdn, Dims{1, in.Hk, in.Hv, in.K, in.V},
+                     gdn_tokens(1, in.T, in.Hk, in.Hv, in.K, in.V, in.scale, in.q.data(), in.k.data(), in.v.data(),
+                                in.g.data(), in.beta.data()),
+                     init);
+}
+
+DumpLayerCase mamba2_layer_case(const std::string& layer, const ref::Mamba2Inputs& in,
+                                const std::vector<double>* init) {
+  return finish_case(layer, Arch::mamba2, Dims{1, in.G, in.H, in.N, in.P},
+                     mamba2_tokens(1, in.T, in.G, in.H, in.N, in.P, in.x.data(), in.B.data(), in.C.data(),
+                                   in.dt.data(), in.A.data(), in.D.empty() ? nullptr : in.D.data()),
+                     init);
+}
+
+std::vector<DumpLayerCase> load_dump_cases(const std::string& path) {
+  const ActivationDump dump = read_activation_dump(path);
+  std::vector<DumpLayerCase> out;
+  for (const DumpLayer& l : dump.layers) {
+    const std::vector<double>* init = l.initial_state ? &*l.initial_state : nullptr;
+    const bool gdn = dump.arch == ::replayssm::Arch::gdn;
+    const int K = gdn ? l.gdn.K : l.mamba2.N;
+    if (K % 4 != 0)
+      throw UserError(path + ": /layers/" + l.name + (gdn ? "/q" : "/B") + ": the decode emulation needs " +
+                      (gdn ? "K" : "N") + " a multiple of 4 (got " + std::to_string(K) + ")");
+    out.push_back(gdn ? gdn_layer_case(l.name, l.gdn, init) : mamba2_layer_case(l.name, l.mamba2, init));
   }
   return out;
 }

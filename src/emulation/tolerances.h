@@ -211,25 +211,30 @@ inline ModeAwareTolerance tolerance_vs_mode_aware(const Mode& m, int V, int K, l
 
 // ================================ an outside kernel of a mode ================================
 // `validate --external theirs.h5 --activations acts.h5 --mode M`: an outside kernel's outputs and final state against
-// the mode-aware reference of M. Their stores are not in the file, so nothing of theirs can be taken over: a code
-// that flips in their store (their FP32 and the FP64 state straddling a rounding boundary) stays flipped and moves
-// later outputs. How far that carries depends on the input (how often an element sits at a boundary, how long the
-// recurrence remembers it), so the scale is measured, not guessed: our emulation is an FP32 implementation of the same
-// mode whose every store passes the code-by-code check of run_mode_aware, and its distance to the reference without
-// takeover (`ours`, the largest over the layer's heads, outputs and state) is the FP32 arithmetic plus exactly the
-// flips an FP32 kernel keeps on this input. Another summation order flips another set of the same size:
-//   rel_rms <= max(fp32_floor, kExternalEmulationFactor * ours)
-// No format error is in it: a store in the wrong place, of the wrong format or with the wrong scale moves outputs by
-// the mode's own error (the mode-aware reference against plain FP64), which validate prints beside the bound; their
-// ratio (the separation) says how well this input tells the two apart.
+// the mode-aware reference of M, per (layer, head). Their stores are not in the file, so nothing of theirs can be
+// taken over: a code that flips in their store (their FP32 and the FP64 state straddling a rounding boundary) stays
+// flipped and moves later outputs. How far that carries depends on the input, so it is bounded from measurements of
+// this input, never from the format's error alone:
+//   rel_rms <= max(fp32_floor, kExternalEmulationFactor * ours, mode_error / kExternalSeparation)
+// - ours: our emulation's distance to the reference without takeover (the largest over the layer's heads, outputs and
+//   state), an FP32 implementation of the mode whose every store passes run_mode_aware's code-by-code check: FP32
+//   arithmetic plus the flips an FP32 kernel keeps on this input. Another summation order flips another set.
+// - mode_error: the head's distance between the mode-aware reference and the plain FP64 recurrence, the effect of the
+//   format where the mode stores it. A kept flip is one element's rounding landing one code the other way, a small
+//   fraction of the rounding of every element that makes mode_error; a kernel of the mode must reproduce the mode's
+//   result kExternalSeparation times more closely than the mode's own error. A store missing, misplaced or of
+//   another format moves outputs by about the mode's error and fails.
+// validate prints ours, mode_error and the separation mode_error / bound per row; below kExternalMinSeparation the
+// input cannot tell a misplaced store from arithmetic for that head (e.g. a head whose decay is near 0).
 inline constexpr double kExternalEmulationFactor = 8.0;
-// A separation below this: this input cannot tell a misplaced store from arithmetic (validate says so per row).
+inline constexpr double kExternalSeparation = 16.0;
 inline constexpr double kExternalMinSeparation = 4.0;
 
 // Relative RMS per (layer, head); the element-wise bound is off (infinite), as for the plain --external check: an
 // outside kernel is judged by the one documented number, and NaN/Inf still fail through compare().
-inline Tolerance external_mode_tolerance(int K, long n_tokens, double mem, double ours_rel_rms) {
-  const double rel = std::max(fp32_floor(K, effective_tokens(n_tokens, mem)), kExternalEmulationFactor * ours_rel_rms);
+inline Tolerance external_mode_tolerance(int K, long n_tokens, double mem, double ours, double mode_error) {
+  const double rel = std::max({fp32_floor(K, effective_tokens(n_tokens, mem)), kExternalEmulationFactor * ours,
+                               mode_error / kExternalSeparation});
   return Tolerance{std::numeric_limits<double>::infinity(), rel, 0.0};
 }
 

@@ -1,0 +1,75 @@
+"""replayssm.formats: equal to `replayssm quantize` bit for bit for every format x scaling x rounding, and to the
+ml_dtypes oracle where one exists."""
+import numpy as np
+import pytest
+
+import replayssm
+from replayssm import formats, io
+
+COMBOS = [(f, s, r) for f in formats.names() for s in formats.scalings(f) for r in ("rne", "sr")
+          if not (f == "fp32" and r == "sr")]
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((2, 3, 8, 64)) * np.exp(rng.uniform(-4, 4, (2, 3, 8, 1)))).astype(np.float32)
+    x[0, 0, 0, :3] = [0.0, -0.0, 1e-30]
+    path = tmp_path_factory.mktemp("fmt") / "x.h5"
+    io.write_arrays(path, {"/x": x})
+    return x, path
+
+
+@pytest.mark.parametrize("fmt,scaling,rounding", COMBOS)
+def test_quantize_equals_cli(fmt, scaling, rounding, states, cli, tmp_path):
+    x, path = states
+    out = tmp_path / "q.h5"
+    cli("quantize", "--format", fmt, "--scaling", scaling, "--rounding", rounding, "--seed", 11, "--in",
+        f"{path}:/x", "--out", out)
+    q = formats.quantize(x, fmt, scaling=scaling, rounding=rounding, seed=11)
+    assert q.format == fmt and q.scaling == scaling and q.rounding == rounding
+    assert np.array_equal(q.codes, io.read_array(out, "/codes").astype(np.uint8))
+    assert np.array_equal(q.scales, io.read_array(out, "/scales").astype(np.uint8))
+    deq = io.read_array(out, "/dequantized")
+    assert np.array_equal(q.dequantized.astype(np.float64), deq, equal_nan=True)
+    assert q.dequantized.shape == x.shape
+    assert q.bytes_per_head == formats.bytes_per_state(fmt, 8, 64, scaling)
+
+
+def test_unscaled_formats_match_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((4, 16, 32)) * 3).astype(np.float32)
+    for fmt, dt in (("bf16", ml_dtypes.bfloat16), ("fp16", np.float16)):
+        q = formats.quantize(x, fmt, scaling="none")
+        assert np.array_equal(q.dequantized, x.astype(dt).astype(np.float32)), fmt
+
+
+def test_sr_depends_on_seed_and_step_and_is_unbiased():
+    x = np.full((1, 4, 256), 1.0 + 2.0 ** -10, np.float32)  # between two bf16 codes, 1/8 of a step above 1
+    a = formats.quantize(x, "bf16", rounding="sr", seed=1).dequantized
+    b = formats.quantize(x, "bf16", rounding="sr", seed=2).dequantized
+    c = formats.quantize(x, "bf16", rounding="sr", seed=1, step=5).dequantized
+    assert not np.array_equal(a, b) and not np.array_equal(a, c)
+    assert np.array_equal(a, formats.quantize(x, "bf16", rounding="sr", seed=1).dequantized)
+    assert set(np.unique(a)) <= {1.0, np.float32(1.0 + 2.0 ** -7)}
+    assert abs(a.mean() - x.mean()) < 4 * 2.0 ** -7 / np.sqrt(x.size)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(format="fp7"), r"unknown format 'fp7'"),
+    (dict(format="bf16", scaling="row"), r"scaling 'row' is not valid for format 'bf16'"),
+    (dict(format="fp32", rounding="sr"), r"rounding 'sr' is not valid for format 'fp32'"),
+    (dict(format="nvfp4", seed=-1), r"seed: expected an integer >= 0"),
+])
+def test_bad_arguments(kw, match):
+    with pytest.raises(ValueError, match=match):
+        formats.quantize(np.zeros((4, 32), np.float32), **kw)
+    with pytest.raises(ValueError, match=r"x: expected shape \[..., V, K\]"):
+        formats.quantize(np.zeros(32, np.float32), "bf16")
+
+
+def test_names():
+    assert formats.names()[:3] == ["fp32", "bf16", "fp16"] and "nvfp4" in formats.names()
+    assert "block" in formats.scalings("nvfp4") and formats.scalings("fp32") == ["none"]
+    assert replayssm.formats.bytes_per_state("fp32", 2, 4) == 32
