@@ -36,6 +36,7 @@ std::vector<Eigen::VectorXd> ConventionalHead::verify(const std::vector<HeadToke
 
 void ConventionalHead::accept(int a) {
   if (!pending()) throw std::logic_error("ConventionalHead::accept: no verify pending");
+  if (pending_tree_) throw std::logic_error("ConventionalHead::accept: the pending verify is a tree's (accept_path)");
   if (a < 0 || a > int(snapshots_.size()))
     throw std::invalid_argument("ConventionalHead::accept: a = " + std::to_string(a) + " outside 0.." +
                                 std::to_string(snapshots_.size()));

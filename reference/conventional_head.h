@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "reference/head_record.h"
+#include "reference/tree_verify.h"
 
 namespace replayssm::ref {
 
@@ -23,6 +24,11 @@ class ConventionalHead {
   // Restores snapshot a (0 <= a <= T; a = 0 is the state before the verify) and drops the snapshots.
   void accept(int a);
 
+  // Tree verify (tree_conventional.cpp): node i's snapshot is the current state stepped along path(i); returns the T
+  // node outputs. accept_path(n) restores snapshot n (n = -1: the state before the verify).
+  std::vector<Eigen::VectorXd> verify_tree(const std::vector<HeadToken>& drafts, const DraftTree& tree);
+  void accept_path(int node);
+
   const Eigen::MatrixXd& state() const { return S_; }
   bool pending() const { return !snapshots_.empty() || pending_empty_verify_; }
 
@@ -32,6 +38,7 @@ class ConventionalHead {
   Eigen::MatrixXd S_;
   std::vector<Eigen::MatrixXd> snapshots_;
   bool pending_empty_verify_ = false;
+  bool pending_tree_ = false;  // the snapshots are a tree's (accept_path), not a chain's (accept)
 };
 
 }  // namespace replayssm::ref

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "reference/head_record.h"
+#include "reference/tree_verify.h"
 
 namespace replayssm::ref {
 
@@ -67,6 +68,13 @@ class ModeAwareHead {
   // A verify of drafts.size() drafts whose first has token index tok0; nothing is committed until accept().
   virtual std::vector<Eigen::VectorXd> verify(const std::vector<HeadToken>& drafts, std::uint32_t tok0) = 0;
   virtual void accept(int a) = 0;
+  // A tree verify (tree_verify.h) of drafts.size() nodes; node i has token index tok0 + depth(i) - 1. Same stores as
+  // verify: conventional chains every node from its parent's FP64 state without storing and stores the accepted
+  // node's state at accept_path; replay appends the nodes' records (u from the window and the node's ancestors) and
+  // accept_path copies the accepted root path's records behind the window. accept_path(-1) keeps nothing.
+  virtual std::vector<Eigen::VectorXd> verify_tree(const std::vector<HeadToken>& drafts, const DraftTree& tree,
+                                                   std::uint32_t tok0) = 0;
+  virtual void accept_path(int node) = 0;
   // The current state: conventional the stored state; replay the recurrence checkpoint (HP under split) + window.
   virtual Eigen::MatrixXd state() const = 0;
   // The stored copy, decoded: conventional the state, replay-shared the checkpoint, replay-split the LP copy.

@@ -47,13 +47,37 @@ class ConventionalStoredHead final : public ModeAwareHead {
 
   void accept(int a) override {
     if (pending_ < 0) throw std::logic_error("ConventionalStoredHead::accept: no verify pending");
+    if (tree_.size()) throw std::logic_error("ConventionalStoredHead::accept: a tree verify is pending");
     if (a < 0 || a > pending_) throw std::invalid_argument("ConventionalStoredHead::accept: a = " + std::to_string(a));
-    if (a > 0) {
-      S_ = store_round_trip(store_, snapshots_[std::size_t(a - 1)], tok0_ + std::uint32_t(a - 1));
-      ++stores_;
-    }
+    keep(a - 1, std::uint32_t(a - 1));
+  }
+
+  // Node i's state is its parent's (the stored state for a root child) stepped by draft i, in FP64, never stored
+  // between nodes; the accepted node's state is stored at accept_path with its token index as the SR step.
+  std::vector<Eigen::VectorXd> verify_tree(const std::vector<HeadToken>& drafts, const DraftTree& tree,
+                                           std::uint32_t tok0) override {
+    require_no_pending("verify_tree");
+    tree.validate();
+    if (int(drafts.size()) != tree.size()) throw std::invalid_argument("ConventionalStoredHead::verify_tree: T");
+    std::vector<Eigen::VectorXd> out;
     snapshots_.clear();
-    pending_ = -1;
+    for (int i = 0; i < tree.size(); ++i) {
+      const int p = tree.parent[std::size_t(i)];
+      Eigen::MatrixXd S = p < 0 ? S_ : snapshots_[std::size_t(p)];
+      out.push_back(recurrent_step(spec_.recurrence, S, drafts[std::size_t(i)]));
+      snapshots_.push_back(std::move(S));
+    }
+    tok0_ = tok0;
+    pending_ = tree.size();
+    tree_ = tree;
+    return out;
+  }
+
+  void accept_path(int node) override {
+    if (pending_ < 0 || !tree_.size()) throw std::logic_error("ConventionalStoredHead::accept_path: no tree verify");
+    const int depth = tree_.depth(node);  // throws for a node out of range
+    tree_ = DraftTree{};
+    keep(node, std::uint32_t(depth - 1));
   }
 
   Eigen::MatrixXd state() const override { return S_; }
@@ -63,13 +87,24 @@ class ConventionalStoredHead final : public ModeAwareHead {
   long flushes() const override { return 0; }
 
  private:
+  // Stores snapshot `slot` (none for -1) with SR step tok0 + offset and ends the pending verify.
+  void keep(int slot, std::uint32_t offset) {
+    if (slot >= 0) {
+      S_ = store_round_trip(store_, snapshots_[std::size_t(slot)], tok0_ + offset);
+      ++stores_;
+    }
+    snapshots_.clear();
+    pending_ = -1;
+  }
+
   void require_no_pending(const char* what) const {
     if (pending_ >= 0) throw std::logic_error(std::string("ConventionalStoredHead::") + what + ": accept() first");
   }
   ModeAwareSpec spec_;
   StoreFn store_;
   Eigen::MatrixXd S_;  // the stored state, decoded
-  std::vector<Eigen::MatrixXd> snapshots_;
+  std::vector<Eigen::MatrixXd> snapshots_;  // per draft (chain) or per node (tree)
+  DraftTree tree_;                          // the pending tree verify's tree (empty otherwise)
   std::uint32_t tok0_ = 0;
   int pending_ = -1;
   long stores_ = 0;

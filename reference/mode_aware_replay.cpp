@@ -56,9 +56,62 @@ class ReplayStoredHead final : public ModeAwareHead {
 
   void accept(int a) override {
     if (pending_ < 0) throw std::logic_error("ReplayStoredHead::accept: no verify pending");
+    if (tree_.size()) throw std::logic_error("ReplayStoredHead::accept: a tree verify is pending");
     if (a < 0 || a > pending_) throw std::invalid_argument("ReplayStoredHead::accept: a = " + std::to_string(a));
     n_ += a;  // rejected records stay in their slots and are overwritten by the next append
     pending_ = -1;
+  }
+
+  // Node i's record goes to slot n + i; its u reads the window and its ancestors' records, its output the window and
+  // its whole root path (gathered in path order).
+  std::vector<Eigen::VectorXd> verify_tree(const std::vector<HeadToken>& drafts, const DraftTree& tree,
+                                           std::uint32_t tok0) override {
+    require_no_pending("verify_tree");
+    tree.validate();
+    const int T = tree.size();
+    if (int(drafts.size()) != T || T > spec_.max_drafts)
+      throw std::invalid_argument("ReplayStoredHead::verify_tree: T must match the tree and be <= max_drafts");
+    if (n_ + T > spec_.capacity()) flush(n_, tok0, nullptr);  // early flush, as verify
+    std::vector<Eigen::VectorXd> out;
+    std::vector<Record> path_recs;
+    for (int i = 0; i < T; ++i) {
+      const HeadToken& t = drafts[std::size_t(i)];
+      const std::size_t slot = std::size_t(n_ + i);
+      recs_[slot].a = t.a;
+      recs_[slot].k = t.k;
+      beta_[slot] = t.beta;
+      v_[slot] = t.v;
+      path_recs.assign(recs_.begin(), recs_.begin() + n_);
+      for (int j : tree.path(i)) path_recs.push_back(recs_[std::size_t(n_ + j)]);
+      const int m = int(path_recs.size());
+      if (gdn()) {
+        const Eigen::MatrixXd& S = split() && spec_.usource == SplitUSource::kHp ? hp_ : lp_;
+        recs_[slot].w = gdn_u(S, path_recs, m - 1, t.beta, t.v);
+      } else {
+        recs_[slot].w = t.v;
+      }
+      path_recs.back().w = recs_[slot].w;
+      Eigen::VectorXd o = window_apply(lp_ * t.q, path_recs, m, t.q);
+      if (t.skip.size()) o += t.skip;
+      out.push_back(o);
+    }
+    pending_ = T;
+    tree_ = tree;
+    return out;
+  }
+
+  void accept_path(int node) override {
+    if (pending_ < 0 || !tree_.size()) throw std::logic_error("ReplayStoredHead::accept_path: no tree verify");
+    const std::vector<int> p = tree_.path(node);  // throws for a node out of range
+    for (std::size_t d = 0; d < p.size(); ++d) {
+      const std::size_t from = std::size_t(n_ + p[d]), to = std::size_t(n_) + d;
+      recs_[to] = recs_[from];
+      beta_[to] = beta_[from];
+      v_[to] = v_[from];
+    }
+    n_ += int(p.size());
+    pending_ = -1;
+    tree_ = DraftTree{};
   }
 
   // What a flush now would write (recompute: on a copy of the records, later outputs are unchanged).
@@ -148,6 +201,7 @@ class ReplayStoredHead final : public ModeAwareHead {
   std::vector<Eigen::VectorXd> v_;
   int n_ = 0;
   int pending_ = -1;
+  DraftTree tree_;  // the pending tree verify's tree (empty otherwise)
   long stores_ = 0, flushes_ = 0;
 };
 

@@ -12,3 +12,4 @@
 #include "reference/mamba2_replay.h"
 #include "reference/preprocess.h"
 #include "reference/replay_head.h"
+#include "reference/tree_verify.h"

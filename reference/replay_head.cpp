@@ -54,23 +54,26 @@ Eigen::VectorXd ReplayHead::step(const HeadToken& tok) {
   return o;
 }
 
-std::vector<Eigen::VectorXd> ReplayHead::verify(const std::vector<HeadToken>& drafts) {
-  require_no_pending("verify");
-  const int T = int(drafts.size());
+int ReplayHead::begin_drafts(int T, const char* what) {
+  require_no_pending(what);
   if (T > capacity() - (L_ - 1))
-    throw std::invalid_argument("ReplayHead::verify: T = " + std::to_string(T) + " exceeds Tmax = " +
-                                std::to_string(capacity() - (L_ - 1)));
+    throw std::invalid_argument(std::string("ReplayHead::") + what + ": T = " + std::to_string(T) +
+                                " exceeds Tmax = " + std::to_string(capacity() - (L_ - 1)));
   if (n_ + T > capacity()) flush();  // early flush: the drafts would not fit behind the current window
+  return n_;
+}
 
+void ReplayHead::append_drafts(const std::vector<HeadToken>& drafts, const DraftTree* tree) {
+  const int T = int(drafts.size());
   std::vector<Eigen::VectorXd> U;
   if (r_ == Recurrence::kGdn) {
-    // S_{c+n} k_i for every draft, then the chain solve for the draft u's.
+    // S_{c+n} k_i for every draft, then the chain (or the tree's masked) solve for the draft u's.
     std::vector<Eigen::VectorXd> Sn_k(static_cast<std::size_t>(T));
     for (int i = 0; i < T; ++i) {
       const HeadToken& d = drafts[std::size_t(i)];
       Sn_k[std::size_t(i)] = window_apply(S_c_ * d.k, buf_, n_, d.k);
     }
-    U = gdn_chain_u(drafts, Sn_k);
+    U = tree ? gdn_tree_u(drafts, *tree, Sn_k) : gdn_chain_u(drafts, Sn_k);
   }
   for (int i = 0; i < T; ++i) {
     Record& rec = buf_[std::size_t(n_ + i)];
@@ -79,6 +82,12 @@ std::vector<Eigen::VectorXd> ReplayHead::verify(const std::vector<HeadToken>& dr
     rec.k = d.k;
     rec.w = r_ == Recurrence::kGdn ? U[std::size_t(i)] : d.v;
   }
+}
+
+std::vector<Eigen::VectorXd> ReplayHead::verify(const std::vector<HeadToken>& drafts) {
+  const int T = int(drafts.size());
+  begin_drafts(T, "verify");
+  append_drafts(drafts, nullptr);
   std::vector<Eigen::VectorXd> out(static_cast<std::size_t>(T));
   for (int i = 0; i < T; ++i) {
     const HeadToken& d = drafts[std::size_t(i)];
@@ -92,6 +101,7 @@ std::vector<Eigen::VectorXd> ReplayHead::verify(const std::vector<HeadToken>& dr
 
 void ReplayHead::accept(int a) {
   if (!pending()) throw std::logic_error("ReplayHead::accept: no verify pending");
+  if (tree_.size()) throw std::logic_error("ReplayHead::accept: the pending verify is a tree's (accept_path)");
   if (a < 0 || a > pending_)
     throw std::invalid_argument("ReplayHead::accept: a = " + std::to_string(a) + " outside 0.." +
                                 std::to_string(pending_));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "reference/head_record.h"
+#include "reference/tree_verify.h"
 
 namespace replayssm::ref {
 
@@ -30,6 +31,13 @@ class ReplayHead {
   Eigen::VectorXd step(const HeadToken& tok);
   std::vector<Eigen::VectorXd> verify(const std::vector<HeadToken>& drafts);
   void accept(int a);
+
+  // Tree verify (tree_replay.cpp): the T nodes' records go to slots n..n+T-1 in node order (early flush first where
+  // n + T > capacity), GDN u's by the masked solve (gdn_tree_u); node i's output reads the checkpoint, the window and
+  // the records of path(i). accept_path(node) copies the records of path(node) to slots n.. in path order and appends
+  // them (node = -1 appends none).
+  std::vector<Eigen::VectorXd> verify_tree(const std::vector<HeadToken>& drafts, const DraftTree& tree);
+  void accept_path(int node);
 
   // S_{c+n}: the state after the last accepted step (pending drafts excluded).
   Eigen::MatrixXd materialize() const { return window_state(S_c_, buf_, n_); }
@@ -46,12 +54,16 @@ class ReplayHead {
 
  private:
   void require_no_pending(const char* what) const;
+  int begin_drafts(int T, const char* what);  // checks T, flushes early where needed; returns n
+  // Records of the drafts into slots n..n+T-1 (GDN u's by the chain solve, or the tree's masked one).
+  void append_drafts(const std::vector<HeadToken>& drafts, const DraftTree* tree);
   Recurrence r_;
   int L_;
   Eigen::MatrixXd S_c_;
   std::vector<Record> buf_;
   int n_ = 0;
   int pending_ = -1;  // number of drafts awaiting accept(), -1 when none
+  DraftTree tree_;    // the pending tree verify's tree (empty when the pending verify is a chain's)
   long long flushes_ = 0;
 };
 

@@ -146,6 +146,14 @@ class CudaBackend final : public emu::DecodeBackend {
     pendingT_ = 0;
   }
 
+  // Tree verify has no kernel yet: the CPU emulation (make_emulated_backend) and the mode-aware reference run it.
+  void verify_tree(const emu::TokenBatch&, const int*, float*) override {
+    throw std::runtime_error("cuda: tree verify is not implemented on the GPU yet (use the emulated backend)");
+  }
+  void accept_path(const int*) override {
+    throw std::runtime_error("cuda: tree verify is not implemented on the GPU yet (use the emulated backend)");
+  }
+
   void state(float* S) override {
     if (!inited_) throw std::logic_error("state: init() first");
     DevBuf<float> out, wsave;

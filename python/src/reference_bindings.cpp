@@ -1,5 +1,5 @@
-// The FP64 reference (reference/): the recurrent spec, the chunked and ReplaySSM forms, and the speculative chain
-// verify, per sequence. The batch axis is looped in Python.
+// The FP64 reference (reference/): the recurrent spec, the chunked and ReplaySSM forms, and the speculative chain and
+// tree verify, per sequence. The batch axis is looped in Python.
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,6 +8,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include "arrays.h"
 #include "reference/conventional_head.h"
@@ -19,6 +20,7 @@
 #include "reference/mamba2_recurrent.h"
 #include "reference/mamba2_replay.h"
 #include "reference/replay_head.h"
+#include "reference/tree_verify.h"
 
 namespace replayssm::py {
 namespace {
@@ -99,17 +101,30 @@ Outputs mamba2(const In<double>& x, const In<double>& B, const In<double>& C, co
   return outputs(ref::mamba2_replay_decode(in, L, p), T, H, P, N);
 }
 
+using Parents = std::optional<std::vector<int>>;
+
 // A verify of T drafts from the committed state (initial_state) per head, then accept(a): the drafts' outputs and the
 // state after the a accepted drafts. form "recurrent": conventional store-all (ConventionalHead); "replay": ReplaySSM
-// (ReplayHead with capacity L - 1 + T, its window empty at the start).
+// (ReplayHead with capacity L - 1 + T, its window empty at the start). With parents, a tree verify of that tree
+// (reference/tree_verify.h) and accept is the accepted node (-1..T-1, its root path kept).
 template <class TokenOf>
 Outputs verify_heads(ref::Recurrence r, int T, int H, int V, int K, const std::optional<std::vector<double>>& s0,
-                     int accept, const std::string& form, int L, TokenOf token_of) {
+                     int accept, const std::string& form, int L, const Parents& parents, TokenOf token_of) {
   if (form != "recurrent" && form != "replay")
     throw std::invalid_argument("form: expected 'recurrent' or 'replay', got '" + form + "'");
-  if (accept < 0 || accept > T)
+  const ref::DraftTree tree{parents ? *parents : std::vector<int>{}};
+  if (parents) {
+    tree.validate();
+    if (tree.size() != T)
+      throw std::invalid_argument("parents: " + std::to_string(tree.size()) + " nodes for T = " + std::to_string(T) +
+                                  " drafts (one parent per draft)");
+    if (accept < -1 || accept >= T)
+      throw std::invalid_argument("accept_node: expected -1 <= node < T = " + std::to_string(T) + ", got " +
+                                  std::to_string(accept));
+  } else if (accept < 0 || accept > T) {
     throw std::invalid_argument("accept: expected 0 <= accept <= T = " + std::to_string(T) + ", got " +
                                 std::to_string(accept));
+  }
   if (L < 1) throw std::invalid_argument("L: expected >= 1, got " + std::to_string(L));
   std::vector<double> o(std::size_t(T) * H * V), S(std::size_t(H) * V * K);
   for (int h = 0; h < H; ++h) {
@@ -121,15 +136,22 @@ Outputs verify_heads(ref::Recurrence r, int T, int H, int V, int K, const std::o
     for (int t = 0; t < T; ++t) drafts.push_back(token_of(t, h));
     std::vector<Eigen::VectorXd> out;
     Eigen::MatrixXd after;
+    const auto run = [&](auto& head) {
+      if (parents) {
+        out = head.verify_tree(drafts, tree);
+        head.accept_path(accept);
+      } else {
+        out = head.verify(drafts);
+        head.accept(accept);
+      }
+    };
     if (form == "recurrent") {
       ref::ConventionalHead head(r, V, K, &S0);
-      out = head.verify(drafts);
-      head.accept(accept);
+      run(head);
       after = head.state();
     } else {
       ref::ReplayHead head(r, V, K, L, T, &S0);
-      out = head.verify(drafts);
-      head.accept(accept);
+      run(head);
       after = head.materialize();
     }
     for (int t = 0; t < T; ++t)
@@ -154,26 +176,30 @@ void bind_reference(nb::module_& m) {
       "verify_gdn",
       [](const In<double>& q, const In<double>& k, const In<double>& v, const In<double>& g, const In<double>& beta,
          int T, int Hk, int Hv, int K, int V, double scale, const std::optional<In<double>>& init, int accept,
-         const std::string& form, int L) {
+         const std::string& form, int L, const Parents& parents) {
         const ref::GdnInputs in = gdn_inputs(q, k, v, g, beta, T, Hk, Hv, K, V, scale);
         return verify_heads(ref::Recurrence::kGdn, T, Hv, V, K, initial_of(init, std::size_t(in.state_size())),
-                            accept, form, L, [&](int t, int h) { return ref::gdn_head_token(in, t, h); });
+                            accept, form, L, parents, [&](int t, int h) { return ref::gdn_head_token(in, t, h); });
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("g"), nb::arg("beta"), nb::arg("T"), nb::arg("Hk"),
       nb::arg("Hv"), nb::arg("K"), nb::arg("V"), nb::arg("scale"), nb::arg("initial_state").none(),
-      nb::arg("accept"), nb::arg("form"), nb::arg("L"));
+      nb::arg("accept"), nb::arg("form"), nb::arg("L"), nb::arg("parents").none() = nb::none());
   m.def(
       "verify_mamba2",
       [](const In<double>& x, const In<double>& B, const In<double>& C, const In<double>& dt, const In<double>& A,
          const std::optional<In<double>>& D, int T, int H, int G, int P, int N,
-         const std::optional<In<double>>& init, int accept, const std::string& form, int L) {
+         const std::optional<In<double>>& init, int accept, const std::string& form, int L, const Parents& parents) {
         const ref::Mamba2Inputs in = mamba2_inputs(x, B, C, dt, A, D, T, H, G, P, N);
         return verify_heads(ref::Recurrence::kMamba2, T, H, P, N, initial_of(init, std::size_t(in.state_size())),
-                            accept, form, L, [&](int t, int h) { return ref::mamba2_head_token(in, t, h); });
+                            accept, form, L, parents, [&](int t, int h) { return ref::mamba2_head_token(in, t, h); });
       },
       nb::arg("x"), nb::arg("B"), nb::arg("C"), nb::arg("dt"), nb::arg("A"), nb::arg("D").none(), nb::arg("T"),
       nb::arg("H"), nb::arg("G"), nb::arg("P"), nb::arg("N"), nb::arg("initial_state").none(), nb::arg("accept"),
-      nb::arg("form"), nb::arg("L"));
+      nb::arg("form"), nb::arg("L"), nb::arg("parents").none() = nb::none());
+  m.def(
+      "draft_tree",
+      [](const std::string& text, int max_nodes) { return ref::tree_from_text(text, max_nodes).parent; },
+      nb::arg("text"), nb::arg("max_nodes"));
 }
 
 }  // namespace replayssm::py

@@ -22,6 +22,7 @@
 #include "emulation/external_mode.h"
 #include "emulation/tolerances.h"
 #include "emulation/validation.h"
+#include "reference/tree_verify.h"
 
 namespace replayssm::cli {
 namespace {
@@ -47,6 +48,9 @@ void add_options(po::options_description& d) {
       "--external: the decode mode theirs implements, policy/format[/scaling][/rounding][/u=SRC][/L=N][/seed=N] "
       "(e.g. conventional_shared/bf16, replay_shared/fp8_e4m3/row/L=16): judged against the mode-aware FP64 "
       "reference with a derived bound instead of --rtol")(
+      "tree", po::value<std::string>(),
+      "also run tree speculative verify cases (emulated rows; no GPU kernel yet): chain[:T] | binary[:DEPTH] | "
+      "star[:T] | a branching list per depth like 4,2,2,1; at most 64 nodes")(
       "save-expected", po::value<std::string>(),
       "--external --mode: also write what theirs should be (the mode-aware reference and this tool's emulation of "
       "the mode, per layer) to this .h5");
@@ -90,7 +94,26 @@ void print_row(const CheckRow& r, const std::string& backend, int n, int fails) 
   std::cout << "\n";
 }
 
+// The tree of --tree (empty without it), or exit 2 naming --tree.
+std::vector<int> checked_tree(const po::variables_map& vm, const std::string& backend) {
+  if (!vm.count("tree")) return {};
+  if (vm.count("external")) throw UserError("--tree applies to the random cases, not to --external");
+  if (backend == "cuda")
+    throw UserError("--tree: tree verify runs on the emulated backend only (no GPU kernel yet); use --backend "
+                    "emulated or all");
+  try {
+    return ref::tree_from_text(vm["tree"].as<std::string>(), ref::kMaxTreeNodes).parent;
+  } catch (const std::invalid_argument& e) {
+    throw UserError(std::string("--tree: ") + e.what());
+  }
+}
+
+bool is_tree_case(const Case& c) {
+  return std::any_of(c.ops.begin(), c.ops.end(), [](const Op& op) { return !op.tree.empty(); });
+}
+
 int run(const po::variables_map& vm) {
+  const std::vector<int> tree = checked_tree(vm, vm["backend"].as<std::string>());
   if (vm.count("external")) {  // an outside kernel's file against the FP64 reference (core/external_validation.h)
     if (!vm.count("activations"))
       throw UserError("--external needs --activations acts.h5 (the dump the outside kernel ran on)");
@@ -153,6 +176,8 @@ int run(const po::variables_map& vm) {
     for (const Shape& s : shapes_for(shapes_s, a)) {
       const bool small = s.name == "small";
       std::vector<Case> cs = cases_for(L, D, small, small ? 300 : 40);
+      if (!tree.empty())
+        for (const Case& c : tree_cases(L, tree, vm["tree"].as<std::string>())) cs.push_back(c);
       std::vector<CaseInputs> ins;
       for (std::size_t i = 0; i < cs.size(); ++i) ins.push_back(make_inputs(s, cs[i], seed + 7919 * i));
       work.emplace_back(s, cs, std::move(ins));
@@ -190,10 +215,12 @@ int run(const po::variables_map& vm) {
       for (std::size_t i = 0; i < cs.size(); ++i) {
         // the pass criterion: the mode-aware FP64 reference (the codec where the mode stores); the distance to the
         // plain FP64 recurrence is reported beside it as a measurement
-        const ModeAwareRun er = run_mode_aware(*emu, m, cs[i], ins[i]);
+        const bool tree_case = is_tree_case(cs[i]);  // the emulation only; its mode holds the tree's drafts
+        const Mode mc = tree_case ? tree_mode(m, int(tree.size())) : m;
+        const ModeAwareRun er = run_mode_aware(*emu, mc, cs[i], ins[i]);
         const CaseOutputs& e = er.got;
-        if (run_emu_rows) record("emulated", check_vs_mode_aware(m, cs[i], ins[i], er, &refs[i]));
-        if (cuda) {
+        if (run_emu_rows) record("emulated", check_vs_mode_aware(mc, cs[i], ins[i], er, &refs[i]));
+        if (cuda && !tree_case) {
           const ModeAwareRun gr = run_mode_aware(*cuda, m, cs[i], ins[i]);
           record("cuda", check_vs_mode_aware(m, cs[i], ins[i], gr, &refs[i]));
           record("cuda", check_vs_emulation(m, cs[i], ins[i], e, gr.got));
@@ -219,6 +246,7 @@ int run(const po::variables_map& vm) {
 const Registrar reg{{"validate", "check every decode kernel x mode against the FP64 reference and the emulation",
                      add_options, run,
                      "replayssm validate --arch all --backend all --shapes small\n"
+                     "  replayssm validate --backend emulated --tree 4,2,2,1\n"
                      "  replayssm validate --external theirs.h5 --activations acts.h5 [--rtol 1e-4]\n"
                      "  replayssm validate --external theirs.h5 --activations acts.h5 --mode conventional_shared/bf16",
                      ""}};

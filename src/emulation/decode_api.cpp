@@ -1,5 +1,6 @@
 #include "emulation/decode_api.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -113,6 +114,33 @@ StoreLayout store_layout(const Mode& m, int V, int K) {
     using C = decltype(codec);
     return StoreLayout{C::code_bytes(V, K), C::scale_bytes(V, K, m.scaling)};
   });
+}
+
+void DecodeBackend::verify_tree(const TokenBatch&, const int*, float*) {
+  throw std::runtime_error(name() + ": tree verify is not implemented by this backend");
+}
+void DecodeBackend::accept_path(const int*) {
+  throw std::runtime_error(name() + ": tree verify is not implemented by this backend");
+}
+
+std::vector<int> tree_depths(const int* parents, int T) {
+  if (T < 1 || !parents) throw std::invalid_argument("tree verify: the tree needs at least one node");
+  std::vector<int> depth(std::size_t(T), 0);
+  for (int i = 0; i < T; ++i) {
+    const int p = parents[i];
+    if (p < -1 || p >= i)
+      throw std::invalid_argument("tree verify: node " + std::to_string(i) + " has parent " + std::to_string(p) +
+                                  " (expected -1.." + std::to_string(i - 1) + ")");
+    depth[std::size_t(i)] = p < 0 ? 1 : depth[std::size_t(p)] + 1;
+  }
+  return depth;
+}
+
+std::vector<int> tree_path(const int* parents, int node) {
+  std::vector<int> p;
+  for (int j = node; j >= 0; j = parents[j]) p.push_back(j);
+  std::reverse(p.begin(), p.end());
+  return p;
 }
 
 namespace {

@@ -101,6 +101,12 @@ class DecodeBackend {
   virtual void verify(const TokenBatch& in, float* o) = 0;
   // accepted[b] in 0..T drafts of the last verify are kept.
   virtual void accept(const int* accepted) = 0;
+  // Tree speculative verify of in.T drafts (reference/tree_verify.h): parents[i] in -1..i-1 is node i's parent (-1 =
+  // the committed state), the same tree for every sequence; node i's output reads its root path. o [B][T][H][V].
+  // Nothing is committed until accept_path(). The base class throws std::runtime_error (a backend without it).
+  virtual void verify_tree(const TokenBatch& in, const int* parents, float* o);
+  // node[b] in -1..T-1: sequence b keeps the root path of that node of the last tree verify (-1: none).
+  virtual void accept_path(const int* node);
   // The current state of every head, FP32 [B][H][V][K] (replay: the checkpoint (HP under split) + window).
   virtual void state(float* S) = 0;
   // The stored F copy (conventional: the state; replay-shared: the checkpoint; split: the LP copy): packed codes
@@ -115,6 +121,12 @@ class DecodeBackend {
 };
 
 std::unique_ptr<DecodeBackend> make_emulated_backend();
+
+// Checks a tree's parent pointers (parents[i] in -1..i-1, T >= 1); throws std::invalid_argument naming the node.
+// Returns every node's depth (1 for a child of the committed state).
+std::vector<int> tree_depths(const int* parents, int T);
+// The root path of `node` (root first; empty for -1), from checked parents.
+std::vector<int> tree_path(const int* parents, int node);
 
 // SR step index used when init() quantises S0 (token steps use the sequence's token index).
 inline constexpr std::uint32_t kInitStep = 0xFFFFFFFFu;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "emulation/mode_aware_backend.h"
 #include "emulation/tolerances.h"
 #include "reference/head_record.h"
 #include "reference/mode_aware.h"
@@ -95,6 +96,34 @@ std::vector<Case> cases_for(int L, int D, bool full, int long_steps) {
   return cs;
 }
 
+std::vector<Case> tree_cases(int L, const std::vector<int>& parents, const std::string& label) {
+  const int T = int(parents.size());
+  const std::vector<int> depth = tree_depths(parents.data(), T);  // checks the tree
+  const int deepest = int(std::max_element(depth.begin(), depth.end()) - depth.begin());
+  auto steps = [](int n) { return std::vector<Op>(std::size_t(n), Op{}); };
+  std::vector<Case> cs;
+  Case c{"tree " + label + " a=deepest", steps(L / 2 + 3), -2.0, -0.01, false};
+  c.ops.push_back(Op{T, true, deepest, parents});
+  for (int i = 0; i < L; ++i) c.ops.push_back(Op{});
+  c.ops.push_back(Op{T, true, T - 1, parents});
+  c.ops.push_back(Op{});
+  cs.push_back(c);
+  // The window at L - 1 records, a path accepted on top: the next tree cannot fit and flushes early first.
+  Case o{"tree " + label + " overflow", steps(L - 1), -2.0, -0.01, false};
+  o.ops.push_back(Op{T, true, deepest, parents});
+  o.ops.push_back(Op{T, true, 0, parents});
+  o.ops.push_back(Op{});
+  o.ops.push_back(Op{T, true, -1, parents});
+  o.ops.push_back(Op{});
+  cs.push_back(o);
+  return cs;
+}
+
+Mode tree_mode(Mode m, int T) {
+  m.max_drafts = T;
+  return m;
+}
+
 namespace {
 
 void fill_tokens(const Shape& s, const Case& c, int T, std::mt19937_64& rng, TokenData& td) {
@@ -157,6 +186,11 @@ ref::HeadToken head_token(const Shape& s, const TokenData& td, int b, int t, int
 
 int accepted_of(const Op& op, int b) { return (op.accept + b) % (op.T + 1); }
 
+// Outputs of one head over an op's drafts, [B][T][H][V].
+std::size_t draft_index(const Dims& d, int T, int b, int t, int h) {
+  return ((std::size_t(b) * std::size_t(T) + std::size_t(t)) * std::size_t(d.H) + std::size_t(h)) * std::size_t(d.V);
+}
+
 }  // namespace
 
 CaseInputs make_inputs(const Shape& s, const Case& c, std::uint64_t seed) {
@@ -202,6 +236,14 @@ CaseInputs inputs_from_tokens(const Shape& s, const TokenData& steps, int max_to
   return in;
 }
 
+int accepted_node(const Op& op, int b) { return (op.accept + 1 + b) % (op.T + 1) - 1; }
+
+int committed_by(const Op& op, int b) {
+  if (!op.verify) return 1;
+  if (op.tree.empty()) return accepted_of(op, b);
+  return int(tree_path(op.tree.data(), accepted_node(op, b)).size());
+}
+
 CaseOutputs run_reference(const CaseInputs& in) {
   const Shape& s = in.shape;
   const Dims& d = s.dims;
@@ -219,6 +261,17 @@ CaseOutputs run_reference(const CaseInputs& in) {
     for (int b = 0; b < d.B; ++b)
       for (int h = 0; h < d.H; ++h) {
         const std::size_t hh = std::size_t(b) * d.H + h;
+        if (!op.tree.empty()) {  // every node stepped from its parent's state; the accepted node's is kept
+          std::vector<Eigen::MatrixXd> node_S(std::size_t(op.T));
+          for (int t = 0; t < op.T; ++t) {
+            const int p = op.tree[std::size_t(t)];
+            node_S[std::size_t(t)] = p < 0 ? S[hh] : node_S[std::size_t(p)];
+            const Eigen::VectorXd ot = ref::recurrent_step(rec, node_S[std::size_t(t)], head_token(s, td, b, t, h));
+            for (int r = 0; r < d.V; ++r) o[draft_index(d, op.T, b, t, h) + std::size_t(r)] = ot[r];
+          }
+          if (accepted_node(op, b) >= 0) S[hh] = node_S[std::size_t(accepted_node(op, b))];
+          continue;
+        }
         Eigen::MatrixXd Sw = S[hh];
         const int keep = op.verify ? accepted_of(op, b) : 1;
         for (int t = 0; t < op.T; ++t) {
@@ -228,7 +281,7 @@ CaseOutputs run_reference(const CaseInputs& in) {
         }
       }
     out.o.insert(out.o.end(), o.begin(), o.end());
-    out.n_tokens += op.verify ? accepted_of(op, 0) : 1;
+    out.n_tokens += committed_by(op, 0);
   }
   out.state.resize(d.state_elems());
   for (std::size_t hh = 0; hh < d.heads(); ++hh)
@@ -247,7 +300,13 @@ CaseOutputs run_backend(DecodeBackend& be, const Mode& m, const CaseInputs& in) 
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
     const Op& op = in.op_list[i];
     o.assign(std::size_t(d.B) * op.T * d.H * d.V, 0.0f);
-    if (op.verify) {
+    if (op.verify && !op.tree.empty()) {
+      be.verify_tree(in.ops[i].view(), op.tree.data(), o.data());
+      std::vector<int> node(std::size_t(d.B));
+      for (int b = 0; b < d.B; ++b) node[std::size_t(b)] = accepted_node(op, b);
+      be.accept_path(node.data());
+      out.n_tokens += committed_by(op, 0);
+    } else if (op.verify) {
       be.verify(in.ops[i].view(), o.data());
       std::vector<int> acc(std::size_t(d.B));
       for (int b = 0; b < d.B; ++b) acc[std::size_t(b)] = accepted_of(op, b);
@@ -285,9 +344,9 @@ double case_memory(const Case& c) { return 1.0 / std::max(1e-12, 1.0 - std::exp(
 CheckRow base_row(const Mode& m, const Case& c, const CaseInputs& in, const char* against) {
   CheckRow row;
   row.arch = arch_name(in.shape.arch);
-  bool verify = false;
-  for (const Op& op : in.op_list) verify = verify || op.verify;
-  row.kernel = std::string(arch_name(in.shape.arch)) + (verify ? ".verify" : ".decode");
+  bool verify = false, tree = false;
+  for (const Op& op : in.op_list) verify = verify || op.verify, tree = tree || !op.tree.empty();
+  row.kernel = std::string(arch_name(in.shape.arch)) + (tree ? ".tree" : verify ? ".verify" : ".decode");
   Mode mm = m;
   mm.arch = in.shape.arch;
   row.mode = mm.name();
@@ -381,166 +440,7 @@ std::vector<Mode> modes_for(Arch a, bool main_only) {
 // ================================ the mode-aware FP64 reference ================================
 namespace {
 
-using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// Token t of value head h of sequence b from a TokenBatch, as the emulation reads it (EmulatedBackend::token), in FP64.
-ref::HeadToken batch_head_token(const Dims& d, const TokenBatch& in, int b, int t, int h) {
-  const std::size_t bt = std::size_t(b) * std::size_t(in.T) + std::size_t(t);
-  const std::size_t g = std::size_t(h / (d.H / d.G));
-  const std::size_t hv = bt * std::size_t(d.H) + std::size_t(h);
-  ref::HeadToken tok;
-  tok.a = double(in.a[hv]);
-  tok.beta = in.beta ? double(in.beta[hv]) : 1.0;
-  tok.v = Eigen::Map<const Eigen::VectorXf>(in.v + hv * std::size_t(d.V), d.V).cast<double>();
-  tok.k = Eigen::Map<const Eigen::VectorXf>(in.k + (bt * std::size_t(d.G) + g) * std::size_t(d.K), d.K).cast<double>();
-  tok.q = Eigen::Map<const Eigen::VectorXf>(in.q + (bt * std::size_t(d.G) + g) * std::size_t(d.K), d.K).cast<double>();
-  if (in.skip) tok.skip = Eigen::Map<const Eigen::VectorXf>(in.skip + hv * std::size_t(d.V), d.V).cast<double>();
-  return tok;
-}
-
-ref::ModeAwareSpec spec_of(const Mode& m, const Dims& d) {
-  ref::ModeAwareSpec s;
-  s.recurrence = m.arch == Arch::gdn ? ref::Recurrence::kGdn : ref::Recurrence::kMamba2;
-  s.policy = m.policy == Policy::conventional_shared ? ref::StorePolicy::kConventionalShared
-             : m.policy == Policy::replay_shared     ? ref::StorePolicy::kReplayShared
-                                                     : ref::StorePolicy::kReplaySplit;
-  s.usource = m.usource == USource::hp ? ref::SplitUSource::kHp
-              : m.usource == USource::lp ? ref::SplitUSource::kLp
-                                         : ref::SplitUSource::kRecompute;
-  s.V = d.V;
-  s.K = d.K;
-  s.L = m.L;
-  s.max_drafts = m.max_drafts;
-  return s;
-}
-
-// The mode-aware reference of every head of a batch behind the backend interface. Each head's store encodes with the
-// shared codecs (encode_head / decode_head) under the head index b H + h and the sequence's token index, as the
-// emulation does; its codes are what stored() returns (flips taken over by run_mode_aware change the decoded copy
-// only).
-class ModeAwareReference final : public DecodeBackend {
- public:
-  std::string name() const override { return "mode-aware-fp64"; }
-  std::string device() const override { return "cpu (FP64 mode-aware reference)"; }
-
-  void init(const Dims& d, const Mode& m, const float* S0) override { start(d, m, S0, 0); }
-  // sr_offset: added to the SR step of every token store (mutation tests; 0 otherwise).
-  void start(const Dims& d, const Mode& m, const float* S0, std::uint32_t sr_offset) {
-    check_mode(m, d);
-    d_ = d;
-    m_ = m;
-    sr_offset_ = sr_offset;
-    lay_ = store_layout(m, d.V, d.K);
-    const std::size_t nh = d.heads(), VK = std::size_t(d.V) * std::size_t(d.K);
-    codes_.assign(nh * lay_.code_bytes, 0);
-    scales_.assign(nh * lay_.scale_bytes, 0);
-    tok_.assign(std::size_t(d.B), 0);
-    pendingT_ = 0;
-    heads_.clear();
-    const ref::ModeAwareSpec spec = spec_of(m, d);
-    for (std::size_t hh = 0; hh < nh; ++hh) {
-      const Eigen::MatrixXd S = S0 ? Eigen::MatrixXd(Eigen::Map<const RowMajorF>(S0 + hh * VK, d.V, d.K).cast<double>())
-                                   : Eigen::MatrixXd::Zero(d.V, d.K);
-      ref::StoreFn store = [this, hh](const float* x, std::uint32_t step, float* out) {
-        const std::uint32_t st = step == ref::kInitStoreStep ? kInitStep : step + sr_offset_;
-        std::uint8_t* c = codes_.data() + hh * lay_.code_bytes;
-        std::uint8_t* sc = scales_.data() + hh * lay_.scale_bytes;
-        encode_head(m_, x, d_.V, d_.K, std::uint32_t(hh), st, c, sc);
-        decode_head(m_, c, sc, d_.V, d_.K, out);
-      };
-      heads_.push_back(ref::make_mode_aware_head(spec, S, std::move(store)));
-    }
-  }
-
-  void step64(const TokenBatch& in, double* o) {
-    if (heads_.empty()) throw std::logic_error("mode-aware reference: init() first");
-    if (pendingT_ != 0) throw std::logic_error("mode-aware reference: accept() the pending verify first");
-    if (in.T != 1) throw std::invalid_argument("mode-aware reference: step needs T = 1");
-    for (int b = 0; b < d_.B; ++b) {
-      for (int h = 0; h < d_.H; ++h) {
-        const std::size_t hh = std::size_t(b) * std::size_t(d_.H) + std::size_t(h);
-        const Eigen::VectorXd oh = heads_[hh]->step(batch_head_token(d_, in, b, 0, h), std::uint32_t(tok_[std::size_t(b)]));
-        for (int r = 0; r < d_.V; ++r) o[hh * std::size_t(d_.V) + std::size_t(r)] = oh[r];
-      }
-      ++tok_[std::size_t(b)];
-    }
-  }
-  void verify64(const TokenBatch& in, double* o) {
-    if (heads_.empty()) throw std::logic_error("mode-aware reference: init() first");
-    if (pendingT_ != 0) throw std::logic_error("mode-aware reference: accept() the pending verify first");
-    const int T = in.T;
-    if (T < 1 || T > m_.max_drafts) throw std::invalid_argument("mode-aware reference: verify T out of range");
-    for (int b = 0; b < d_.B; ++b)
-      for (int h = 0; h < d_.H; ++h) {
-        const std::size_t hh = std::size_t(b) * std::size_t(d_.H) + std::size_t(h);
-        std::vector<ref::HeadToken> drafts;
-        for (int i = 0; i < T; ++i) drafts.push_back(batch_head_token(d_, in, b, i, h));
-        const auto outs = heads_[hh]->verify(drafts, std::uint32_t(tok_[std::size_t(b)]));
-        for (int i = 0; i < T; ++i)
-          for (int r = 0; r < d_.V; ++r)
-            o[((std::size_t(b) * std::size_t(T) + std::size_t(i)) * std::size_t(d_.H) + std::size_t(h)) *
-                  std::size_t(d_.V) +
-              std::size_t(r)] = outs[std::size_t(i)][r];
-      }
-    pendingT_ = T;
-  }
-  void state64(double* S) const {
-    const std::size_t VK = std::size_t(d_.V) * std::size_t(d_.K);
-    for (std::size_t hh = 0; hh < heads_.size(); ++hh) {
-      const Eigen::MatrixXd M = heads_[hh]->state();
-      for (int r = 0; r < d_.V; ++r)
-        for (int c = 0; c < d_.K; ++c) S[hh * VK + std::size_t(r) * std::size_t(d_.K) + std::size_t(c)] = M(r, c);
-    }
-  }
-
-  void step(const TokenBatch& in, float* o) override {
-    std::vector<double> o64(d_.heads() * std::size_t(d_.V));
-    step64(in, o64.data());
-    std::transform(o64.begin(), o64.end(), o, [](double x) { return float(x); });
-  }
-  void verify(const TokenBatch& in, float* o) override {
-    std::vector<double> o64(d_.heads() * std::size_t(in.T) * std::size_t(d_.V));
-    verify64(in, o64.data());
-    std::transform(o64.begin(), o64.end(), o, [](double x) { return float(x); });
-  }
-  void accept(const int* accepted) override {
-    if (pendingT_ == 0) throw std::logic_error("mode-aware reference: accept without a verify");
-    for (int b = 0; b < d_.B; ++b) {
-      const int a = accepted[b];
-      if (a < 0 || a > pendingT_) throw std::invalid_argument("mode-aware reference: accepted length out of range");
-      for (int h = 0; h < d_.H; ++h) heads_[std::size_t(b) * std::size_t(d_.H) + std::size_t(h)]->accept(a);
-      tok_[std::size_t(b)] += a;
-    }
-    pendingT_ = 0;
-  }
-  void state(float* S) override {
-    std::vector<double> s64(d_.state_elems());
-    state64(s64.data());
-    std::transform(s64.begin(), s64.end(), S, [](double x) { return float(x); });
-  }
-  void stored(std::vector<std::uint8_t>& c, std::vector<std::uint8_t>& s) override {
-    c = codes_;
-    s = scales_;
-  }
-  long flushes() const override {
-    long f = 0;
-    for (int b = 0; b < d_.B; ++b) f += heads_[std::size_t(b) * std::size_t(d_.H)]->flushes();
-    return f;
-  }
-
-  ref::ModeAwareHead& head(std::size_t hh) { return *heads_[hh]; }
-  std::size_t n_heads() const { return heads_.size(); }
-
- private:
-  Dims d_;
-  Mode m_;
-  std::uint32_t sr_offset_ = 0;
-  StoreLayout lay_;
-  std::vector<std::uint8_t> codes_, scales_;
-  std::vector<std::unique_ptr<ref::ModeAwareHead>> heads_;
-  std::vector<long> tok_;
-  int pendingT_ = 0;
-};
+using detail::ModeAwareReference;
 
 // The backend's stored copy against the reference's after init (op -1) and after every op (StoreTolerance).
 class StoreReconciler {
@@ -617,7 +517,7 @@ class StoreReconciler {
 
 long committed_tokens(const std::vector<Op>& ops) {
   long n = 0;
-  for (const Op& op : ops) n += op.verify ? accepted_of(op, 0) : 1;
+  for (const Op& op : ops) n += committed_by(op, 0);
   return n;
 }
 
@@ -648,7 +548,16 @@ ModeAwareRun run_mode_aware(DecodeBackend& be, const Mode& m, const Case& c, con
     const std::size_t n = std::size_t(d.B) * std::size_t(op.T) * std::size_t(d.H) * std::size_t(d.V);
     o64.assign(n, 0.0);
     of.assign(n, 0.0f);
-    if (op.verify) {
+    if (op.verify && !op.tree.empty()) {
+      ref.verify_tree64(tb, op.tree.data(), o64.data());
+      be.verify_tree(tb, op.tree.data(), of.data());
+      std::vector<int> node(std::size_t(d.B));
+      for (int b = 0; b < d.B; ++b) node[std::size_t(b)] = accepted_node(op, b);
+      ref.accept_path(node.data());
+      be.accept_path(node.data());
+      run.ref.n_tokens += committed_by(op, 0);
+      run.got.n_tokens += committed_by(op, 0);
+    } else if (op.verify) {
       ref.verify64(tb, o64.data());
       be.verify(tb, of.data());
       std::vector<int> acc(std::size_t(d.B));

@@ -27,7 +27,13 @@ struct Op {
   int T = 1;          // 1 with verify=false: a standard step
   bool verify = false;
   int accept = 0;     // verify: accepted drafts of sequence 0; sequence b accepts (accept + b) % (T + 1)
+  // Non-empty (with verify, T = tree.size()): a tree verify of these parents (DecodeBackend::verify_tree); accept is
+  // then the accepted node of sequence 0 (-1..T-1), sequence b accepts node (accept + 1 + b) % (T + 1) - 1.
+  std::vector<int> tree = {};
 };
+// The accepted node of sequence b after tree op `op`, and the tokens sequence b commits with any op.
+int accepted_node(const Op& op, int b);
+int committed_by(const Op& op, int b);
 
 struct Case {
   std::string name;
@@ -46,6 +52,15 @@ Case two_early_flushes_case(int L, int max_drafts);
 // rejects, then steps: the first of them flushes early in sequence 0 and at the L-th record in sequence 1, in one step
 // op (an early flush in a step op, which the tuned launcher must give one slice per flush CTA; B >= 2).
 Case step_at_capacity_case(int L, int max_drafts);
+
+// Tree verify cases of one tree (parents) named "tree <label> ...": after committed steps (a non-empty window) a tree
+// verify accepting the deepest node, steps through a flush, a tree verify accepting its last node, a step; and L - 1
+// steps, a tree verify accepting the deepest node, then one that flushes early (in a mode of tree_mode), a step, one
+// accepting nothing, a step. Throws std::invalid_argument for a bad tree.
+std::vector<Case> tree_cases(int L, const std::vector<int>& parents, const std::string& label);
+// m with max_drafts = T: the buffer holds L - 1 + T records, so a tree verify after an accepted path behind L - 1
+// records flushes early.
+Mode tree_mode(Mode m, int T);
 
 // Inputs of a whole case (one TokenData per op) and the initial state.
 struct CaseInputs {

@@ -337,6 +337,26 @@ def validate_unknown_shapes(tmp):
 
 
 @case
+def validate_tree_unknown(tmp):
+    return Expect(["validate", "--backend", "emulated", "--tree", "bush"], ["--tree", "bush"])
+
+
+@case
+def validate_tree_too_many_nodes(tmp):
+    return Expect(["validate", "--backend", "emulated", "--tree", "binary:6"], ["--tree", "126 nodes", "64"])
+
+
+@case
+def validate_tree_zero_branching(tmp):
+    return Expect(["validate", "--backend", "emulated", "--tree", "4,0,2"], ["--tree", "'0'"])
+
+
+@case
+def validate_tree_on_cuda(tmp):
+    return Expect(["validate", "--backend", "cuda", "--tree", "chain"], ["--tree", "emulated"])
+
+
+@case
 def validate_acts_nan(tmp):
     p = synth(tmp)
     with h5py.File(p, "r+") as f:

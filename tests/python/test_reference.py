@@ -88,6 +88,66 @@ def test_verify_chain_forms_and_accept():
         reference.verify_chain("gdn", 0, x=one.inputs["q"], **one.inputs)
 
 
+def _take(inputs, idx):
+    """The per-token inputs at the token indices idx (in that order); per-head inputs and scale unchanged."""
+    return {k: (v[idx] if isinstance(v, np.ndarray) and v.ndim >= 2 else v) for k, v in inputs.items()}
+
+
+@pytest.mark.parametrize("arch", ["gdn", "mamba2"])
+def test_verify_tree_forms_paths_and_chain(arch):
+    case = next(c for c in testing.cases(arch) if c.name == "initial state")  # 17 tokens
+    run = reference.gdn if arch == "gdn" else reference.mamba2
+    rng = np.random.default_rng(3)
+    trees = [reference.draft_tree(t) for t in ("chain:5", "star:6", "binary:2", "3,2,1")]
+    trees.append([int(rng.integers(-1, i)) for i in range(12)])
+    for parents in trees:
+        T = len(parents)
+        drafts = _take(case.inputs, list(range(T)))
+        paths = []
+        for i in range(T):
+            p, j = [], i
+            while j >= 0:
+                p.insert(0, j)
+                j = parents[j]
+            paths.append(p)
+        for node in sorted({-1, 0, T - 1, max(range(T), key=lambda i: len(paths[i]))}):
+            o1, s1 = reference.verify_tree(arch, parents, node, case.initial_state, form="recurrent", **drafts)
+            o2, s2 = reference.verify_tree(arch, parents, node, case.initial_state, form="replay", L=4, **drafts)
+            assert replayssm.compare(o2, o1, rel_rms=1e-12).passed and replayssm.compare(s2, s1, rel_rms=1e-12).passed
+            for i in range(T):  # node i's output is the last of its root path's run
+                o_path, _ = run(**_take(case.inputs, paths[i]), initial_state=case.initial_state)
+                assert replayssm.compare(o1[i], o_path[-1], rel_rms=1e-12).passed, (parents, i)
+            if node >= 0:
+                _, s_path = run(**_take(case.inputs, paths[node]), initial_state=case.initial_state)
+                assert replayssm.compare(s2, s_path, rel_rms=1e-12).passed, (parents, node)
+            else:
+                assert np.array_equal(s1, case.initial_state)
+    chain = _take(case.inputs, list(range(5)))
+    for a in range(6):
+        oc, sc = reference.verify_chain(arch, a, case.initial_state, form="replay", L=4, **chain)
+        ot, st = reference.verify_tree(arch, reference.draft_tree("chain:5"), a - 1, case.initial_state,
+                                       form="replay", L=4, **chain)
+        assert replayssm.compare(ot, oc, rel_rms=1e-12).passed and replayssm.compare(st, sc, rel_rms=1e-12).passed
+
+
+def test_verify_tree_errors():
+    one = next(c for c in testing.cases("gdn") if c.name == "initial state")  # 17 tokens
+    inp = _take(one.inputs, list(range(3)))
+    with pytest.raises(ValueError, match=r"parents: 2 nodes for T=3"):
+        reference.verify_tree("gdn", [-1, 0], 0, **inp)
+    with pytest.raises(ValueError, match=r"node 2 has parent 2"):
+        reference.verify_tree("gdn", [-1, 0, 2], 0, **inp)
+    with pytest.raises(ValueError, match=r"accept_node: expected an integer in -1..T-1=2"):
+        reference.verify_tree("gdn", [-1, 0, 0], 3, **inp)
+    with pytest.raises(ValueError, match=r"parents: expected a sequence of integers"):
+        reference.verify_tree("gdn", [-1, 0.5, 0], 0, **inp)
+    with pytest.raises(ValueError, match=r"tree 'bush': expected chain"):
+        reference.draft_tree("bush")
+    with pytest.raises(ValueError, match=r"126 nodes \(at most 64\)"):
+        reference.draft_tree("binary:6")
+    assert reference.draft_tree("2,1") == [-1, -1, 0, 1]
+
+
 @pytest.mark.parametrize("bad,match", [
     (dict(k=np.zeros((3, 2, 8))), r"k: expected shape \[T=16, Hk=2, K=64\]"),
     (dict(v=np.zeros((16, 3, 32)), g=np.zeros((16, 3)), beta=np.zeros((16, 3))),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "head_test_util.h"
 #include "ref_test_util.h"
 #include "reference/reference.h"
 
@@ -16,30 +17,8 @@ using State = std::vector<double>;
 
 constexpr int kK = 5, kV = 4;  // non-square on purpose
 
-struct Gdn {
-  using In = GdnInputs;
-  static constexpr Recurrence rec_kind = Recurrence::kGdn;
-  static constexpr const char* name = "gdn";
-  static In pool(std::uint64_t seed, int T, DecayRange d) { return random_gdn(seed, T, 1, 1, kK, kV, d); }
-  static HeadToken token(const In& in, int t) { return gdn_head_token(in, t, 0); }
-  static LayerOutputs rec(const In& in, const State* s) { return gdn_recurrent(in, s); }
-};
-struct Mamba2 {
-  using In = Mamba2Inputs;
-  static constexpr Recurrence rec_kind = Recurrence::kMamba2;
-  static constexpr const char* name = "mamba2";
-  static In pool(std::uint64_t seed, int T, DecayRange d) { return random_mamba2(seed, T, 1, 1, kV, kK, d); }
-  static HeadToken token(const In& in, int t) { return mamba2_head_token(in, t, 0); }
-  static LayerOutputs rec(const In& in, const State* s) { return mamba2_recurrent(in, s); }
-};
-
-std::vector<double> flat(const Eigen::MatrixXd& S) {
-  std::vector<double> f(std::size_t(S.size()));
-  put_head_state(f, 0, S);
-  return f;
-}
-
-void append(std::vector<double>& dst, const Eigen::VectorXd& o) { dst.insert(dst.end(), o.data(), o.data() + o.size()); }
+using Gdn = GdnHeads<kK, kV>;
+using Mamba2 = Mamba2Heads<kK, kV>;
 
 struct Counts {
   int scenarios = 0, early_flushes = 0;
