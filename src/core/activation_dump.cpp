@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/errors.h"
 #include "core/memory_budget.h"
@@ -18,7 +19,12 @@ const char* arch_name(Arch a) { return a == Arch::gdn ? "gdn" : "mamba2"; }
 
 namespace {
 
-int as_int(std::size_t v) { return static_cast<int>(v); }
+// Dimensions are ints downstream (the reference, the kernels' launch parameters): larger ones are refused, not wrapped.
+int as_int(const h5::File& f, const std::string& field, std::size_t v) {
+  if (v > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    f.fail(field, "dimension " + std::to_string(v) + " is larger than " + std::to_string(std::numeric_limits<int>::max()));
+  return static_cast<int>(v);
+}
 
 bool is_index(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -80,11 +86,11 @@ void read_gdn(const h5::File& f, const std::string& g, double scale, DumpLayer& 
               bmax > 1.0 ? "write strength in [0, 2] (allow_neg_eigval)"
                          : "write strength sigmoid(b) in [0, 1]; root attribute allow_neg_eigval = 1 allows [0, 2]");
   auto& in = layer.gdn;
-  in.T = as_int(T);
-  in.Hk = as_int(Hk);
-  in.Hv = as_int(Hv);
-  in.K = as_int(K);
-  in.V = as_int(V);
+  in.T = as_int(f, g, T);
+  in.Hk = as_int(f, g, Hk);
+  in.Hv = as_int(f, g, Hv);
+  in.K = as_int(f, g, K);
+  in.V = as_int(f, g, V);
   in.scale = scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(K));
   in.q = std::move(q.data);
   in.k = std::move(k.data);
@@ -117,11 +123,11 @@ void read_mamba2(const h5::File& f, const std::string& g, DumpLayer& layer) {
   h5::require_shape(f, g + "/A", A.shape, {H});
   check_range(f, g + "/A", A.data, -INFINITY, 0.0, "A = -exp(A_log) must be <= 0");
   auto& in = layer.mamba2;
-  in.T = as_int(T);
-  in.H = as_int(H);
-  in.G = as_int(G);
-  in.P = as_int(P);
-  in.N = as_int(N);
+  in.T = as_int(f, g, T);
+  in.H = as_int(f, g, H);
+  in.G = as_int(f, g, G);
+  in.P = as_int(f, g, P);
+  in.N = as_int(f, g, N);
   in.x = std::move(x.data);
   in.B = std::move(B.data);
   in.C = std::move(C.data);

@@ -350,7 +350,10 @@ double File::attr_double(const std::string& object, const std::string& name) con
 
 std::int64_t File::attr_int(const std::string& object, const std::string& name) const {
   const double v = attr_double(object, name);
-  if (v != std::floor(v)) fail(object + "/@" + name, "expected an integer");
+  const std::string field = object + (object == "/" ? "" : "/") + "@" + name;
+  if (v != std::floor(v)) fail(field, "expected an integer");
+  // [-2^63, 2^63): the range a double converts to int64 without undefined behaviour
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) fail(field, "integer out of range");
   return static_cast<std::int64_t>(v);
 }
 

@@ -203,6 +203,29 @@ def ref_k_not_normalised(tmp):
     return Expect(["reference", "--in", p, "--out", out_in(tmp)], [p, "/layers/0/k", "norm"], out=out_in(tmp))
 
 
+# ---------------------------------------------------------------------- found by fuzz_readers (tests/fuzz)
+
+@case
+def capture_model_config_uint64_max(tmp):
+    """An integer attribute beyond int64 (uint64 max) was cast from double to int64: undefined behaviour."""
+    m = b.copy_model(tmp)
+    with h5py.File(m, "r+") as f:
+        del f["config"].attrs["conv_kernel"]
+        f["config"].attrs.create("conv_kernel", np.uint64(2**64 - 1), dtype=np.uint64)
+    t = text_file(tmp, b"abcdefgh")
+    return Expect(["capture", "--model", m, "--text", t, "--tokens", "4", "--out", out_in(tmp)],
+                  [m, "/config/@conv_kernel", "out of range"], out=out_in(tmp))
+
+
+@case
+def ref_neg_eigval_attr_uint64_max(tmp):
+    p = synth(tmp)
+    with h5py.File(p, "r+") as f:
+        f.attrs.create("allow_neg_eigval", np.uint64(2**64 - 1), dtype=np.uint64)
+    return Expect(["reference", "--in", p, "--out", out_in(tmp)], [p, "allow_neg_eigval", "out of range"],
+                  out=out_in(tmp))
+
+
 # --------------------------------------------------------------------------------- outputs checked up front
 
 @case
