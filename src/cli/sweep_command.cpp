@@ -29,6 +29,7 @@ std::string data_dir() {
   return REPLAYSSM_SOURCE_DIR "/datasets";
 }
 
+constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 constexpr double kSweepBytesPerPositionModel = 16384.0, kSweepBytesPerPositionJob = 49152.0;
 
 void add_options(po::options_description& d) {
@@ -73,6 +74,7 @@ std::string policy_arg(std::string s) {
 template <class T, class F>
 std::vector<T> parse_each(const std::string& option, const std::string& csv, F&& parse) {
   std::vector<T> out;
+  std::vector<std::string> items;
   for (const auto& item : sweep::split_list(csv)) {
     if (item.empty()) throw UserError("--" + option + ": empty item in '" + csv + "'");
     try {
@@ -80,6 +82,11 @@ std::vector<T> parse_each(const std::string& option, const std::string& csv, F&&
     } catch (const std::invalid_argument& e) {
       throw UserError("--" + option + ": " + e.what());
     }
+    // A repeated value (also under another spelling, e.g. fp8_e4m3 and fp8_e4m3:row) would be dropped from the plan.
+    for (std::size_t j = 0; j + 1 < out.size(); ++j)
+      if (out[j] == out.back())
+        throw UserError("--" + option + ": '" + item + "' repeats '" + items[j] + "' in '" + csv + "'");
+    items.push_back(item);
   }
   if (out.empty()) throw UserError("--" + option + ": empty list");
   return out;
@@ -125,6 +132,15 @@ po::variables_map with_config_file(const po::variables_map& cli) {
     if (!kv.second.defaulted()) merged.insert(kv);
   po::options_description d;
   add_options(d);
+  {
+    // A configuration is a few lines: refuse what is not a regular file of sane size (/dev/zero never ends).
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (!ec && !fs::is_regular_file(status))
+      throw UserError(path + ": --config is not a regular file");
+    if (!ec && fs::file_size(path, ec) > kMaxConfigBytes)
+      throw UserError(path + ": --config is larger than " + std::to_string(kMaxConfigBytes) + " bytes");
+  }
   try {
     // The command line wins: drop the file's entries for options given there (Boost refuses to store twice).
     po::parsed_options parsed = po::parse_config_file<char>(path.c_str(), d, false);
@@ -246,6 +262,10 @@ int run(const po::variables_map& cli) {
   std::vector<sweep::ModelRef> refs;
   for (const auto& p : model_paths) {
     models.push_back(std::make_unique<sweep::ModelEvaluator>(p));
+    for (const auto& r : refs)  // run ids carry the model's name: a second model of the same name would be dropped
+      if (r.name == models.back()->name())
+        throw UserError("--model: " + p + " and " + r.path + " have the same name '" + r.name +
+                        "' (run ids must differ: rename one)");
     refs.push_back({models.back()->name(), p, models.back()->arch()});
   }
   const auto plan = sweep::expand_plan(refs, axes);

@@ -114,7 +114,8 @@ class AtomicOutput {
   bool committed_ = false;
 };
 
-// Checks an output path before any work: not empty, not a directory, in a directory that exists and is writable; and
+// Checks an output path before any work: not empty, not a directory, device, pipe or socket (the rename would replace
+// it), in a directory that exists and is writable; and
 // refuses one that names one of the inputs, also under another spelling or through a link (the atomic rename would
 // replace the input): "<out>: --out is the same file as the input <in>" (exit 2).
 void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs);

@@ -59,15 +59,27 @@ File create_labelled(const std::string& temp, const std::string& final_path) {
     throw UserError(final_path + ": cannot create output file (directory missing or not writable?)");
   }
 }
-}  // namespace
 
-void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs) {
+void check_output_target(const std::string& out_path) {
   if (out_path.empty()) throw UserError("--out: empty path (expected an output file name)");
   std::error_code ec;
   if (fs::is_directory(out_path, ec)) throw UserError(out_path + ": --out is a directory, expected a file name");
+  // The atomic rename replaces whatever is at the path: never a device, a pipe or a socket (--out /dev/null as root
+  // would replace the device node with a file).
+  const auto st = fs::symlink_status(out_path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_symlink(st))
+    throw UserError(out_path + ": --out exists and is not a regular file (a device, pipe or socket)");
+  if (!ec && fs::is_symlink(st) && fs::exists(out_path, ec) && !fs::is_regular_file(out_path, ec))
+    throw UserError(out_path + ": --out links to something that is not a regular file");
   const fs::path dir = fs::absolute(out_path, ec).parent_path();
   if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
     throw UserError(out_path + ": output directory does not exist or is not writable");
+}
+}  // namespace
+
+void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs) {
+  check_output_target(out_path);
+  std::error_code ec;
   for (const auto& in : inputs) {
     // a path that does not exist (yet) is not an error here: it cannot be the same file
     if (in == out_path || fs::equivalent(in, out_path, ec))
@@ -77,7 +89,7 @@ void refuse_output_over_input(const std::string& out_path, const std::vector<std
 
 AtomicOutput::AtomicOutput(std::string final_path)
     : final_(std::move(final_path)),
-      temp_(without_stale_temps(final_) + ".tmp-" + std::to_string(::getpid())),
+      temp_((check_output_target(final_), without_stale_temps(final_)) + ".tmp-" + std::to_string(::getpid())),
       file_(create_labelled(temp_, final_)) {}
 
 AtomicOutput::~AtomicOutput() {

@@ -13,6 +13,7 @@ namespace replayssm::sweep {
 struct FormatSpec {
   formats::FormatId format;
   formats::Scaling scaling;
+  bool operator==(const FormatSpec& o) const { return format == o.format && scaling == o.scaling; }
 };
 
 struct SweepAxes {

@@ -137,6 +137,34 @@ def quantize_seed_negative(tmp):
                    "--out", out_in(tmp)], ["--seed"], out=out_in(tmp))
 
 
+@case
+def sweep_list_repeated_item(tmp):
+    """fp8_e4m3 is fp8_e4m3:row (its default scaling): the plan would silently hold one run, not two."""
+    return Expect(sweep_args(GDN, out_in(tmp), formats="fp8_e4m3,fp8_e4m3:row"), ["--formats", "repeats"],
+                  out=out_in(tmp))
+
+
+@case
+def sweep_models_same_name(tmp):
+    d = os.path.join(tmp, "other")
+    os.mkdir(d)
+    other = b.copy_model(d)
+    argv = sweep_args(GDN, out_in(tmp))
+    i = argv.index("--model")
+    argv[i + 1:i + 2] = [GDN, other]
+    return Expect(argv, ["--model", "tiny_gdn"], out=out_in(tmp))
+
+
+@case
+def sweep_config_never_ends(tmp):
+    return Expect(sweep_args(GDN, out_in(tmp), config="/dev/zero"), ["/dev/zero", "--config"], out=out_in(tmp))
+
+
+@case
+def bench_list_empty_item(tmp):
+    return Expect(["bench", "--formats", "fp32,,fp8_e4m3", "--out", "", "--csv", ""], ["--formats", "empty item"])
+
+
 # ------------------------------------------------------------------------------- dump fields and their ranges
 
 def set_field(path, name, fn):
@@ -241,6 +269,14 @@ def sweep_activations_out_empty(tmp):
 @case
 def synth_out_empty(tmp):
     return Expect(["synth", "--arch", "gdn", "--out", ""], ["--out"])
+
+
+@case
+def synth_out_is_a_pipe(tmp):
+    """The atomic rename would replace whatever --out names: never a pipe or a device (think /dev/null as root)."""
+    p = os.path.join(tmp, "pipe")
+    os.mkfifo(p)
+    return Expect(["synth", "--arch", "gdn", "--tokens", "4", "--out", p], [p, "--out"])
 
 
 @case
