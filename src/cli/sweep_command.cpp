@@ -334,7 +334,13 @@ int run(const po::variables_map& cli) {
     try {
       auto file = h5::File::open_read(f);
       if (file.attr_string("/", "config_hash") != header.config_hash) continue;
-      results[i] = sweep::read_run(file, "/run");
+      sweep::RunResult r = sweep::read_run(file, "/run");
+      // A run file of this configuration has this sweep's positions and bins; anything else is recomputed (the
+      // table and the results file index the bins by the header's edges).
+      if (r.kl.size() != static_cast<std::size_t>(tokens) ||
+          r.kl_binned.size() != (header.bins.size() - 1) * sweep::kStats)
+        continue;
+      results[i] = std::move(r);
       done[i] = 1;
       ++resumed;
     } catch (const UserError&) {

@@ -6,6 +6,7 @@
     has not reaped) are gone after the next successful run on that --out (--resume included);
   - numbers are stored as numbers: run attrs L, diverged_at (int64) and seed (uint64), /reference/<m>/nll@bits_per_byte
     on the dataset the schema names; merge keeps them, and still reads shards that stored them as strings;
+  - --resume recomputes a finished run file whose length does not match the sweep;
   - a one-token capture has no bits_per_byte (the reason instead), a longer one a finite value.
 Run with Debian's python3 (numpy + h5py); the CLI comes from $REPLAYSSM_CLI (or argv[1])."""
 import os
@@ -26,9 +27,9 @@ GDN = os.path.join(SRC, "datasets", "models", "tiny_gdn.h5")
 TEXT = os.path.join(SRC, "datasets", "pg19", "test", "10146.txt")
 
 
-def sweep_argv(out, tokens="16", *extra):
+def sweep_argv(out, tokens="16", *extra, policies="conventional-shared,replay-split"):
     return [CLI, "sweep", "--quiet", "--model", GDN, "--tokens", tokens, "--formats", "fp32,fp8_e4m3:row",
-            "--policies", "conventional-shared,replay-split", "--L", "4", "--backend", "emulated", "--jobs", "1",
+            "--policies", policies, "--L", "4", "--backend", "emulated", "--jobs", "1",
             "--seed", str(2**63 + 5), "--out", out, *extra]
 
 
@@ -80,6 +81,36 @@ def check_temps(tmp):
     r = run([CLI, "synth", "--arch", "gdn", "--tokens", "4", "--out", out])
     check(r.returncode == 0 and not os.path.exists(stale[0]), "any command's output removes a dead writer's temp")
     return out
+
+
+def check_resume_mismatch(tmp):
+    """A finished run file whose length does not match the sweep (same configuration hash) is recomputed on --resume,
+    not indexed past its end."""
+    out = os.path.join(tmp, "resumed.h5")
+    argv = sweep_argv(out, "512", policies="conventional-shared,replay-shared,replay-split")
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    work = out + ".runs"
+    deadline, done = time.time() + 120, []
+    while p.poll() is None and time.time() < deadline and not done:
+        done = [n for n in os.listdir(work) if n.endswith(".h5")] if os.path.isdir(work) else []
+        time.sleep(0.05)
+    p.kill()
+    p.wait()
+    check(bool(done), "a run finished before the kill")
+    if not done:
+        return
+    with h5py.File(os.path.join(work, done[0]), "r+") as f:
+        for name in ("kl", "nll", "top1"):
+            short = f["run/" + name][:4]
+            del f["run/" + name]
+            f["run/" + name] = short
+        kb = f["run/kl_binned"][:1]
+        del f["run/kl_binned"]
+        f["run/kl_binned"] = kb
+    r = run(argv + ["--resume"])
+    check(r.returncode == 0, f"resume over a mismatched run file: {r.returncode} {r.stderr.strip()}")
+    with h5py.File(out, "r") as f:
+        check(all(g["kl"].shape == (512,) for g in f["runs"].values()), "every run has the sweep's 512 positions")
 
 
 def attr_kind(v):
@@ -147,6 +178,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="outputs-") as tmp:
         check_lock(tmp)
         check_temps(tmp)
+        check_resume_mismatch(tmp)
         check_metadata(tmp)
         check_capture_bpb(tmp)
     finish("outputs")
