@@ -9,9 +9,10 @@ For every format x scaling x rounding and head states whose row magnitudes span 
   * each element is within the format's bound of its input: relative part (half a code step at the top of the group,
     doubled for stochastic rounding) plus an absolute floor where the format documents one (the scale floor FLT_MIN of
     fp8/int8, NVFP4's E4M3 block-scale range below the head amax, MX's 2^-127 shared-exponent clamp);
-  * fp8/int8 with RNE: bit-identical to an independent recomputation with ml_dtypes / numpy of the documented rule:
-    scale = amax / kMax (1 if amax = 0), raised to FLT_MIN, one ulp lower where scale * kMax would overflow;
-    code = satfinite cast of x * (1 / scale); decoded = value(code) * scale.
+  * with RNE: bit-identical to an independent float32 recomputation with ml_dtypes / numpy of the documented rule:
+    fp8/int8: scale = amax / kMax (1 if amax = 0), raised to FLT_MIN, one ulp lower where scale * kMax would
+    overflow; code = satfinite cast of x * (1 / scale); decoded = value(code) * scale. NVFP4: TE's two-level
+    formulas with the range edges of src/formats/README.md. MX: OCP's E8M0 scale and satfinite elements.
 """
 import subprocess
 import sys
@@ -63,6 +64,58 @@ def oracle_decode(fmt, x, s):
     return (xs.astype(ELEM[fmt]).astype(F32) * s).astype(F32)
 
 
+def satcast(v, dtype, vmax):
+    """satfinite RNE cast through ml_dtypes, back to float32."""
+    return np.clip(v, -vmax, vmax).astype(dtype).astype(F32)
+
+
+FLT_MAX = F32(np.finfo(np.float32).max)
+
+
+def oracle_nvfp4(x):
+    """The documented NVFP4 rule (TE in the normal range, src/formats/README.md "Range" at the edges), in float32."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        A = F32(np.max(np.abs(x)))
+        s_enc = F32(2688) / A
+        if np.isinf(s_enc):
+            s_enc = FLT_MAX
+        if A == 0 or s_enc == 0:
+            s_enc = F32(1)
+        s_fp4 = s_enc * F32(1.0 / 6.0)
+        s_dec = F32(1) / s_enc
+        k_dec = F32(1.0 / (6.0 * 448.0))
+        y = np.empty_like(x)
+        for v in range(x.shape[0]):
+            for k0 in range(0, x.shape[1], 16):
+                blk = x[v, k0:k0 + 16]
+                e = satcast(np.minimum(F32(np.max(np.abs(blk))) * s_fp4, FLT_MAX), ml_dtypes.float8_e4m3fn, F32(448))
+                mult = np.minimum(F32(1) / (e * s_dec), FLT_MAX)
+                codes = satcast(blk * mult, ml_dtypes.float4_e2m1fn, F32(6))
+                m = e * A
+                if np.isinf(m):
+                    dm = ((e * (A * F32(2.0 ** -12))) * k_dec) * F32(2.0 ** 12)
+                elif A > 0 and np.isinf(F32(2688) / A):
+                    dm = F32(1) / mult
+                else:
+                    dm = m * k_dec
+                y[v, k0:k0 + 16] = np.clip(codes * dm, -FLT_MAX, FLT_MAX)
+    return y
+
+
+def oracle_mx(x, fmt):
+    """OCP MX: E8M0 code = clamp(floor(log2 amax) - emax + 127, 0, 254) (0 for amax 0), elements x * 2^-e."""
+    emax, elem, vmax = (8, ml_dtypes.float8_e4m3fn, F32(448)) if fmt == "mxfp8" else (2, ml_dtypes.float4_e2m1fn, F32(6))
+    y = np.empty_like(x)
+    for v in range(x.shape[0]):
+        for k0 in range(0, x.shape[1], 32):
+            blk = x[v, k0:k0 + 32]
+            amax = float(np.max(np.abs(blk)))
+            code = 0 if amax == 0 else min(max(np.frexp(amax)[1] - 1 - emax + 127, 0), 254)
+            inv, scale = F32(2.0 ** (127 - code)), F32(2.0 ** (code - 127))
+            y[v, k0:k0 + 32] = satcast(blk * inv, elem, vmax) * scale
+    return y
+
+
 def check_state(fmt, scaling, rounding, V, K, x, y, sbytes):
     errs = []
     fin = np.isfinite(x)
@@ -93,6 +146,11 @@ def check_state(fmt, scaling, rounding, V, K, x, y, sbytes):
                     j = int(np.argmax(want.view(np.uint32) != y[g].view(np.uint32)))
                     errs.append(f"group {g}: oracle {want.flat[j]!r} != ours {y[g].flat[j]!r} (x = {x[g].flat[j]!r})")
     else:
+        if rounding == "rne":
+            want = oracle_nvfp4(x) if fmt == "nvfp4" else oracle_mx(x, fmt)
+            if not np.array_equal(want.view(np.uint32), y.view(np.uint32)):
+                j = int(np.argmax(want.view(np.uint32) != y.view(np.uint32)))
+                errs.append(f"oracle {want.flat[j]!r} != ours {y.flat[j]!r} (x = {x.flat[j]!r})")
         head = float(np.max(np.abs(xd)))
         for g in groups("block", V, K, BLOCK[fmt]):
             bmax = float(np.max(np.abs(xd[g])))
