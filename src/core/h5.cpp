@@ -20,8 +20,13 @@ namespace replayssm::h5 {
 namespace {
 
 // HDF5 prints its own error stack by default; we report one line instead.
+// No HDF5 exit handler either: every file is closed explicitly, and libhdf5 1.10's handler crashes (SIGSEGV in
+// H5F__close_cb) on a file whose close failed, e.g. after a write past a full disk, turning exit 2 into a signal.
 struct SilenceHdf5 {
-  SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+  SilenceHdf5() {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
 };
 const SilenceHdf5 silence_once;
 
@@ -95,11 +100,13 @@ File& File::operator=(File&& o) noexcept {
   return *this;
 }
 File::~File() { close(); }
-void File::close() {
-  if (id_ >= 0) {
-    H5Fclose(id_);
-    id_ = -1;
-  }
+void File::close() { (void)close_checked(); }
+
+bool File::close_checked() {
+  if (id_ < 0) return true;
+  const bool ok = H5Fclose(id_) >= 0;  // flushes: a full disk shows here
+  id_ = -1;
+  return ok;
 }
 
 bool File::exists(const std::string& object) const {

@@ -32,6 +32,7 @@ class File {
   File& operator=(const File&) = delete;
   ~File();
   void close();
+  bool close_checked();  // false when HDF5 could not flush and close the file
 
   const std::string& path() const { return path_; }
   // The name errors give the file: its path, or what the user called it (AtomicOutput: the final --out, not the

@@ -100,7 +100,10 @@ AtomicOutput::~AtomicOutput() {
 }
 
 void AtomicOutput::commit() {
-  file_.close();
+  if (!file_.close_checked()) {  // never rename a file whose last metadata did not reach the disk
+    std::remove(temp_.c_str());
+    throw UserError(final_ + ": write failed while finishing the file (disk full?)");
+  }
   if (std::rename(temp_.c_str(), final_.c_str()) != 0) {
     std::remove(temp_.c_str());
     throw UserError(final_ + ": cannot move the finished output into place");

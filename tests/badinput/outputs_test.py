@@ -6,10 +6,13 @@
     has not reaped) are gone after the next successful run on that --out (--resume included);
   - numbers are stored as numbers: run attrs L, diverged_at (int64) and seed (uint64), /reference/<m>/nll@bits_per_byte
     on the dataset the schema names; merge keeps them, and still reads shards that stored them as strings;
+  - a write that fails (file-size limit) is one line naming --out, exit 2, nothing left behind;
   - --resume recomputes a finished run file whose length does not match the sweep;
   - a one-token capture has no bits_per_byte (the reason instead), a longer one a finite value.
 Run with Debian's python3 (numpy + h5py); the CLI comes from $REPLAYSSM_CLI (or argv[1])."""
 import os
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -113,6 +116,24 @@ def check_resume_mismatch(tmp):
         check(all(g["kl"].shape == (512,) for g in f["runs"].values()), "every run has the sweep's 512 positions")
 
 
+def check_write_failure(tmp):
+    """A write that fails (a full disk, here a file-size limit) is one line naming --out, not the temporary file,
+    exit 2 (not a signal from libhdf5's exit handler), and leaves nothing behind."""
+    out = os.path.join(tmp, "full.h5")
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200000, 200000))
+
+    before = set(os.listdir(tmp))
+    r = subprocess.run([CLI, "synth", "--arch", "gdn", "--tokens", "4096", "--out", out], preexec_fn=limit,
+                       capture_output=True, text=True)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    check(r.returncode == 2 and len(lines) == 1 and out + ":" in r.stderr and ".tmp-" not in r.stderr,
+          f"failed write: exit 2, one line naming --out: {r.returncode} {r.stderr.strip()}")
+    check(set(os.listdir(tmp)) == before, f"failed write leaves nothing: {set(os.listdir(tmp)) - before}")
+
+
 def attr_kind(v):
     return np.asarray(v).dtype.kind
 
@@ -179,6 +200,7 @@ def main():
         check_lock(tmp)
         check_temps(tmp)
         check_resume_mismatch(tmp)
+        check_write_failure(tmp)
         check_metadata(tmp)
         check_capture_bpb(tmp)
     finish("outputs")
