@@ -63,14 +63,18 @@ void add_options(po::options_description& d) {
       "quiet,q", po::bool_switch(), "no per-case progress lines");
 }
 
-std::vector<std::string> split(const std::string& s, char sep = ',') {
+// The items of an option's list, trimmed; a blank list gives none, an empty item ("a,,b", "a,") is an error naming
+// the option instead of being dropped.
+std::vector<std::string> split(const std::string& opt, const std::string& s, char sep = ',') {
   std::vector<std::string> out;
+  if (s.find_first_not_of(" \t") == std::string::npos) return out;
   std::string cur;
-  std::istringstream in(s);
+  std::istringstream in(s + sep);  // the trailing separator makes a final empty item visible
   while (std::getline(in, cur, sep)) {
     cur.erase(0, cur.find_first_not_of(" \t"));
     cur.erase(cur.find_last_not_of(" \t") + 1);
-    if (!cur.empty()) out.push_back(cur);
+    if (cur.empty()) throw UserError("--" + opt + ": empty item in '" + s + "'");
+    out.push_back(cur);
   }
   return out;
 }
@@ -90,7 +94,7 @@ int parse_int(const std::string& opt, const std::string& s, int lo, int hi) {
 
 std::vector<int> parse_ints(const std::string& opt, const std::string& s, int lo, int hi) {
   std::vector<int> out;
-  for (const std::string& tok : split(s)) {
+  for (const std::string& tok : split(opt, s)) {
     const std::size_t dots = tok.find("..");
     if (dots != std::string::npos) {
       const int a = parse_int(opt, tok.substr(0, dots), lo, hi), b = parse_int(opt, tok.substr(dots + 2), lo, hi);
@@ -114,7 +118,7 @@ std::string policy_key(const std::string& s) {  // accept dashes or underscores,
 }
 
 formats::FormatSpec parse_spec(const std::string& opt, const std::string& tok) {
-  const std::vector<std::string> parts = split(tok, ':');
+  const std::vector<std::string> parts = split(opt, tok, ':');
   try {
     return formats::parse_format_spec(parts.at(0), parts.size() > 1 ? parts[1] : "", parts.size() > 2 ? parts[2] : "");
   } catch (const std::exception& e) {
@@ -300,10 +304,10 @@ int run(const po::variables_map& vm) {
   std::vector<int> spec_T;
   if (vm["spec-T"].as<std::string>() != "none") spec_T = parse_ints("spec-T", vm["spec-T"].as<std::string>(), 1, 32);
   std::vector<formats::FormatSpec> fmts, vfmts;
-  for (const std::string& t : split(vm["formats"].as<std::string>())) fmts.push_back(parse_spec("formats", t));
-  for (const std::string& t : split(vm["verify-formats"].as<std::string>())) vfmts.push_back(parse_spec("verify-formats", t));
+  for (const std::string& t : split("formats", vm["formats"].as<std::string>())) fmts.push_back(parse_spec("formats", t));
+  for (const std::string& t : split("verify-formats", vm["verify-formats"].as<std::string>())) vfmts.push_back(parse_spec("verify-formats", t));
   std::vector<emu::USource> usrc;
-  for (const std::string& t : split(vm["usource"].as<std::string>())) {
+  for (const std::string& t : split("usource", vm["usource"].as<std::string>())) {
     try {
       usrc.push_back(emu::parse_usource(t));
     } catch (const std::invalid_argument& e) {
@@ -313,7 +317,7 @@ int run(const po::variables_map& vm) {
   if (usrc.empty()) usrc.push_back(emu::USource::hp);
   auto policies = [&](const std::string& opt) {
     std::vector<emu::Policy> out;
-    for (const std::string& t : split(vm[opt].as<std::string>())) {
+    for (const std::string& t : split(opt, vm[opt].as<std::string>())) {
       try {
         out.push_back(emu::parse_policy(policy_key(t)));
       } catch (const std::invalid_argument& e) {
@@ -354,7 +358,7 @@ int run(const po::variables_map& vm) {
   };
   const auto var = variants(pols, fmts), vvar = variants(vpols, vfmts);
   bool dots_exact = false, dots_tc = false;
-  for (const std::string& t : split(vm["step-dots"].as<std::string>())) {
+  for (const std::string& t : split("step-dots", vm["step-dots"].as<std::string>())) {
     if (t == "exact") dots_exact = true;
     else if (t == "tc") dots_tc = true;
     else throw UserError("--step-dots: '" + t + "' (expected exact, tc or both, comma-separated)");

@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "core/activation_dump.h"
 #include "core/errors.h"
+#include "core/memory_budget.h"
 #include "runtime/backend.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
@@ -34,6 +35,8 @@ void add_options(po::options_description& d) {
 
 std::size_t u(int v) { return static_cast<std::size_t>(v); }
 
+constexpr double kCaptureActivationsPerLayer = 6.0;
+
 int run(const po::variables_map& vm) {
   const std::string model_path = vm["model"].as<std::string>(), text_path = vm["text"].as<std::string>();
   const std::string out_path = vm["out"].as<std::string>();
@@ -47,8 +50,14 @@ int run(const po::variables_map& vm) {
 
   runtime::keep_freed_memory();
   const runtime::TinyModel model = runtime::TinyModel::load(model_path);
-  const std::vector<std::uint8_t> tokens = runtime::read_text_slice(text_path, offset, n);
   const auto& c = model.cfg;
+  // Peak memory of the FP64 teacher forcing: the [T, 256] log-probs and per layer about six [T, d_model] float64
+  // activations (calibrated on the measured 131072-byte runs: 3.9 GB GDN, 6.7 GB Mamba-2; rounded up).
+  if (n > 0)
+    require_memory("capture", std::to_string(n) + " tokens of " + model_path,
+                   static_cast<double>(n) * 8.0 * (256.0 + kCaptureActivationsPerLayer * c.n_layers * c.d_model),
+                   "reduce --tokens");
+  const std::vector<std::uint8_t> tokens = runtime::read_text_slice(text_path, offset, n);
   const Arch arch = parse_arch(c.arch);
 
   h5::AtomicOutput out(out_path);
@@ -92,16 +101,20 @@ int run(const po::variables_map& vm) {
   // Mean next-byte NLL over the slice (predictions of bytes 1..T-1), bits per byte.
   double nll = 0.0;
   for (std::size_t t = 0; t + 1 < tokens.size(); ++t) nll -= res.logprobs(Eigen::Index(t), tokens[t + 1]);
-  const double bpb = tokens.size() > 1 ? nll / double(tokens.size() - 1) / std::log(2.0) : 0.0;
-  f.set_attr("/meta", "bits_per_byte", bpb);
+  // A one-token slice has no next-byte target: no bits/byte (absent, with the reason), never a made-up 0.
+  const double bpb = tokens.size() > 1 ? nll / double(tokens.size() - 1) / std::log(2.0) : std::nan("");
+  if (tokens.size() > 1)
+    f.set_attr("/meta", "bits_per_byte", bpb);
+  else
+    f.set_attr("/meta", "bits_per_byte_absent", "a one-token slice has no next-byte target");
   f.set_attr("/meta", "backend", backend.name());
   f.set_attr("/meta", "seconds", secs);
   f.set_attr("/meta", "seconds_recurrence", res.seconds_recurrence);
   f.set_attr("/meta", "threads", threads);
   h5::write_provenance(f, command_line(), resolved_options(vm), "cpu");
   out.commit();
-  std::cout << "capture: " << c.arch << " " << c.n_layers << " layers, T=" << tokens.size() << ", " << bpb
-            << " bits/byte, " << secs << " s (" << res.seconds_recurrence << " s recurrence, " << threads
+  std::cout << "capture: " << c.arch << " " << c.n_layers << " layers, T=" << tokens.size() << ", "
+            << (tokens.size() > 1 ? std::to_string(bpb) + " bits/byte" : std::string("no bits/byte (one token)")) << ", " << secs << " s (" << res.seconds_recurrence << " s recurrence, " << threads
             << " threads) -> " << out.final_path() << "\n";
   return kExitOk;
 }

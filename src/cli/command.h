@@ -31,6 +31,10 @@ const std::map<std::string, Command>& commands();
 // Every option as the command resolved it (defaults included), as strings, for the output file's attributes.
 std::map<std::string, std::string> resolved_options(const po::variables_map& vm);
 
+// Checks what Boost accepts but no option means: a negative value for an unsigned option (Boost wraps "-1" to
+// 2^64 - 1) and a non-finite value for a floating-point one. UserError "--<name>: ..." (exit 2).
+void check_option_values(const po::parsed_options& parsed, const po::variables_map& vm);
+
 // The exact command line, for provenance.
 const std::string& command_line();
 

@@ -1,4 +1,5 @@
 // replayssm: the CLI. Parses `replayssm <command> [options]`, turns every error into one line and an exit code.
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -62,6 +63,21 @@ Registrar::Registrar(Command c) {
 }
 
 const std::map<std::string, Command>& commands() { return registry(); }
+
+void check_option_values(const po::parsed_options& parsed, const po::variables_map& vm) {
+  for (const auto& o : parsed.options) {
+    if (o.unregistered || o.string_key.empty() || !vm.count(o.string_key) || o.value.size() != 1) continue;
+    const boost::any& a = vm[o.string_key].value();
+    const std::string& raw = o.value.front();
+    const auto first = raw.find_first_not_of(" \t");
+    const bool negative = first != std::string::npos && raw[first] == '-';
+    if (negative && (boost::any_cast<unsigned long long>(&a) || boost::any_cast<unsigned long>(&a) ||
+                     boost::any_cast<unsigned>(&a)))
+      throw UserError("--" + o.string_key + ": '" + raw + "' is negative (expected an integer >= 0)");
+    if (const double* d = boost::any_cast<double>(&a); d && !std::isfinite(*d))
+      throw UserError("--" + o.string_key + ": '" + raw + "' is not a finite number");
+  }
+}
 const std::string& command_line() { return cmdline_storage(); }
 
 std::map<std::string, std::string> resolved_options(const po::variables_map& vm) {
@@ -116,13 +132,15 @@ int main(int argc, char** argv) {
     po::variables_map vm;
     po::positional_options_description pos;
     if (!cmd.positional.empty()) pos.add(cmd.positional.c_str(), -1);
-    po::store(po::command_line_parser(argc - 1, argv + 1).options(desc).positional(pos).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(argc - 1, argv + 1).options(desc).positional(pos).run();
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << desc;
       if (!cmd.example.empty()) std::cout << "\nexample:\n  " << cmd.example << "\n";
       return kExitOk;
     }
     po::notify(vm);
+    check_option_values(parsed, vm);
     return cmd.run(vm);
   } catch (const po::error& e) {
     std::cerr << "replayssm " << name << ": error: " << e.what() << " (see `replayssm " << name << " --help`)\n";
@@ -130,6 +148,11 @@ int main(int argc, char** argv) {
   } catch (const UserError& e) {
     std::cerr << "replayssm " << name << ": error: " << e.what() << "\n";
     return e.code();
+  } catch (const std::bad_alloc&) {
+    // The commands estimate what they need first (core/memory_budget.h); this is what an estimate missed.
+    std::cerr << "replayssm " << name << ": error: out of memory: the inputs or options need more memory than is "
+              << "free (reduce --tokens or the input's size)\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "replayssm " << name << ": internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "core/activation_dump.h"
 #include "core/errors.h"
+#include "core/memory_budget.h"
 #include "core/synthetic.h"
 
 namespace replayssm::cli {
@@ -20,8 +21,8 @@ void add_options(po::options_description& d) {
     ("groups", po::value<int>()->default_value(2), "Mamba-2 groups G (H must be a multiple)")
     ("key-dim", po::value<int>()->default_value(128), "K (GDN) or N (Mamba-2)")
     ("value-dim", po::value<int>()->default_value(0), "V (GDN, default 128) or P (Mamba-2, default 64)")
-    ("decay-log-min", po::value<double>()->default_value(-5.0), "|log decay| >= exp(this)")
-    ("decay-log-max", po::value<double>()->default_value(0.0), "|log decay| <= exp(this)")
+    ("decay-log-min", po::value<double>()->default_value(-5.0), "|log decay| >= exp(this), in [-87, 88]")
+    ("decay-log-max", po::value<double>()->default_value(0.0), "|log decay| <= exp(this), in [-87, 88]")
     ("seed", po::value<unsigned long long>()->default_value(1), "random seed")
     ("float64", po::bool_switch(), "store inputs as float64 instead of float32");
 }
@@ -32,29 +33,47 @@ int check_positive(const po::variables_map& vm, const char* name) {
   return v;
 }
 
+// The log-decay bounds keep |g| = exp(bound) a normal float32 (the dump's precision): past 88 it overflows to -inf,
+// below -87 it is subnormal; the reader refuses a non-finite g.
+constexpr double kDecayLogLowest = -87.0, kDecayLogHighest = 88.0;
+
+double decay_bound(const po::variables_map& vm, const char* name) {
+  const double v = vm[name].as<double>();
+  if (!(v >= kDecayLogLowest && v <= kDecayLogHighest))
+    throw UserError(std::string("--") + name + " must be in [-87, 88] (|log decay| = exp(it) stays a normal float32)");
+  return v;
+}
+
 int run(const po::variables_map& vm) {
   const Arch arch = parse_arch(vm["arch"].as<std::string>());
+  h5::refuse_output_over_input(vm["out"].as<std::string>(), {});
   const int T = check_positive(vm, "tokens"), layers = check_positive(vm, "layers");
   const int heads = check_positive(vm, "heads"), kdim = check_positive(vm, "key-dim");
   int vdim = vm["value-dim"].as<int>();
-  if (vdim <= 0) vdim = arch == Arch::gdn ? 128 : 64;
-  DecayRange decay{vm["decay-log-min"].as<double>(), vm["decay-log-max"].as<double>()};
+  if (vdim < 0) throw UserError("--value-dim must be >= 0 (0: the architecture's default)");
+  if (vdim == 0) vdim = arch == Arch::gdn ? 128 : 64;
+  const int hk = check_positive(vm, arch == Arch::gdn ? "key-heads" : "groups");
+  if (heads % hk) throw UserError(arch == Arch::gdn ? "--heads must be a multiple of --key-heads"
+                                                    : "--heads must be a multiple of --groups");
+  DecayRange decay{decay_bound(vm, "decay-log-min"), decay_bound(vm, "decay-log-max")};
   if (decay.log_min > decay.log_max) throw UserError("--decay-log-min must be <= --decay-log-max");
+  {
+    // One layer is generated in float64 and written through a float32 copy at a time.
+    const double t = T, per_token = arch == Arch::gdn ? 2.0 * hk * kdim + double(heads) * vdim + 2.0 * heads
+                                                      : double(heads) * vdim + 2.0 * hk * kdim + heads;
+    require_memory("synth", std::to_string(T) + " tokens of one layer", t * per_token * 12.0,
+                   "reduce --tokens, --heads or the dimensions");
+  }
   const auto seed = vm["seed"].as<unsigned long long>();
   const bool f32 = !vm["float64"].as<bool>();
   h5::AtomicOutput out(vm["out"].as<std::string>());
   write_dump_header(out.file(), arch, arch == Arch::gdn ? 1.0 / std::sqrt(static_cast<double>(kdim)) : 0.0);
   for (int l = 0; l < layers; ++l) {
     const std::uint64_t s = seed * 1000003ULL + static_cast<std::uint64_t>(l);
-    if (arch == Arch::gdn) {
-      const int hk = check_positive(vm, "key-heads");
-      if (heads % hk) throw UserError("--heads must be a multiple of --key-heads");
+    if (arch == Arch::gdn)
       write_gdn_layer(out.file(), std::to_string(l), random_gdn(T, hk, heads, kdim, vdim, s, decay), f32);
-    } else {
-      const int g = check_positive(vm, "groups");
-      if (heads % g) throw UserError("--heads must be a multiple of --groups");
-      write_mamba2_layer(out.file(), std::to_string(l), random_mamba2(T, heads, g, vdim, kdim, s, decay), f32);
-    }
+    else
+      write_mamba2_layer(out.file(), std::to_string(l), random_mamba2(T, heads, hk, vdim, kdim, s, decay), f32);
   }
   out.file().set_attr("/meta", "n_tokens", static_cast<std::int64_t>(T));
   out.file().set_attr("/meta", "source", "synthetic");

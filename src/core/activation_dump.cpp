@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/errors.h"
+#include "core/memory_budget.h"
 
 namespace replayssm {
 
@@ -17,7 +19,12 @@ const char* arch_name(Arch a) { return a == Arch::gdn ? "gdn" : "mamba2"; }
 
 namespace {
 
-int as_int(std::size_t v) { return static_cast<int>(v); }
+// Dimensions are ints downstream (the reference, the kernels' launch parameters): larger ones are refused, not wrapped.
+int as_int(const h5::File& f, const std::string& field, std::size_t v) {
+  if (v > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    f.fail(field, "dimension " + std::to_string(v) + " is larger than " + std::to_string(std::numeric_limits<int>::max()));
+  return static_cast<int>(v);
+}
 
 bool is_index(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -31,12 +38,37 @@ void check_range(const h5::File& f, const std::string& field, const std::vector<
                         ")");
 }
 
+// q and k are L2-normalised with an epsilon (x / sqrt(sum x^2 + eps)), so a norm may be below 1 (a near-zero vector)
+// but not above it beyond rounding: GDN's update is non-expansive only for |k| <= 1.
+void check_unit_rows(const h5::File& f, const std::string& field, const std::vector<double>& v, std::size_t d) {
+  for (std::size_t r = 0; r < v.size() / d; ++r) {
+    double s = 0.0;
+    for (std::size_t i = 0; i < d; ++i) s += v[r * d + i] * v[r * d + i];
+    if (std::sqrt(s) > 1.0 + kUnitNormTolerance)
+      f.fail(field, "row " + std::to_string(r) + " has L2 norm " + std::to_string(std::sqrt(s)) +
+                        " > 1 (q and k must be L2-normalised; tolerance " + std::to_string(kUnitNormTolerance) + ")");
+  }
+}
+
+// beta's range: [0, 1], or [0, 2] where the dump asks for FLA's negative-eigenvalue variant (root attribute
+// allow_neg_eigval = 1: I - beta k k^T then has the eigenvalue 1 - beta in [-1, 1], still non-expansive).
+double beta_max(const h5::File& f) {
+  if (!f.has_attr("/", "allow_neg_eigval")) return 1.0;
+  const auto v = f.attr_int("/", "allow_neg_eigval");
+  if (v != 0 && v != 1) f.fail("/@allow_neg_eigval", "must be 0 or 1, got " + std::to_string(v));
+  return v == 1 ? 2.0 : 1.0;
+}
+
 void read_gdn(const h5::File& f, const std::string& g, double scale, DumpLayer& layer) {
   auto q = f.read_f64(g + "/q");
   h5::require_shape(f, g + "/q", q.shape, {0, 0, 0});
   const std::size_t T = q.dim(0), Hk = q.dim(1), K = q.dim(2);
   auto k = f.read_f64(g + "/k");
   h5::require_shape(f, g + "/k", k.shape, {T, Hk, K});
+  if (K > 0) {
+    check_unit_rows(f, g + "/q", q.data, K);
+    check_unit_rows(f, g + "/k", k.data, K);
+  }
   auto v = f.read_f64(g + "/v");
   h5::require_shape(f, g + "/v", v.shape, {T, 0, 0});
   const std::size_t Hv = v.dim(1), V = v.dim(2);
@@ -49,12 +81,16 @@ void read_gdn(const h5::File& f, const std::string& g, double scale, DumpLayer& 
   check_range(f, g + "/g", gg.data, -INFINITY, 0.0, "log decay must be <= 0");
   auto beta = f.read_f64(g + "/beta");
   h5::require_shape(f, g + "/beta", beta.shape, {T, Hv});
+  const double bmax = beta_max(f);
+  check_range(f, g + "/beta", beta.data, 0.0, bmax,
+              bmax > 1.0 ? "write strength in [0, 2] (allow_neg_eigval)"
+                         : "write strength sigmoid(b) in [0, 1]; root attribute allow_neg_eigval = 1 allows [0, 2]");
   auto& in = layer.gdn;
-  in.T = as_int(T);
-  in.Hk = as_int(Hk);
-  in.Hv = as_int(Hv);
-  in.K = as_int(K);
-  in.V = as_int(V);
+  in.T = as_int(f, g, T);
+  in.Hk = as_int(f, g, Hk);
+  in.Hv = as_int(f, g, Hv);
+  in.K = as_int(f, g, K);
+  in.V = as_int(f, g, V);
   in.scale = scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(K));
   in.q = std::move(q.data);
   in.k = std::move(k.data);
@@ -87,11 +123,11 @@ void read_mamba2(const h5::File& f, const std::string& g, DumpLayer& layer) {
   h5::require_shape(f, g + "/A", A.shape, {H});
   check_range(f, g + "/A", A.data, -INFINITY, 0.0, "A = -exp(A_log) must be <= 0");
   auto& in = layer.mamba2;
-  in.T = as_int(T);
-  in.H = as_int(H);
-  in.G = as_int(G);
-  in.P = as_int(P);
-  in.N = as_int(N);
+  in.T = as_int(f, g, T);
+  in.H = as_int(f, g, H);
+  in.G = as_int(f, g, G);
+  in.P = as_int(f, g, P);
+  in.N = as_int(f, g, N);
   in.x = std::move(x.data);
   in.B = std::move(B.data);
   in.C = std::move(C.data);
@@ -135,8 +171,24 @@ ActivationDump read_activation_dump(const std::string& path) {
   names.erase(std::remove_if(names.begin(), names.end(), [](const std::string& s) { return !is_index(s); }),
               names.end());
   if (names.empty()) f.fail("/layers", "no layers (expected /layers/0, /layers/1, ...)");
-  std::sort(names.begin(), names.end(),
-            [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+  // Numeric order of names of any length (no integer conversion to overflow): fewer significant digits first.
+  auto digits = [](const std::string& s) { return s.substr(std::min(s.find_first_not_of('0'), s.size())); };
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    const std::string x = digits(a), y = digits(b);
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
+  // Everything the reader will hold, before any of it is allocated (each dataset is also checked on its own).
+  double elems = 0.0;
+  for (const auto& name : names)
+    for (const auto& field : f.list("/layers/" + name)) {
+      const std::string ds = "/layers/" + name + "/" + field;
+      if (!f.is_dataset(ds)) continue;
+      double n = 1.0;
+      for (auto dim : f.shape(ds)) n *= static_cast<double>(dim);
+      elems += n;
+    }
+  require_memory(path + ": /layers", "reading " + std::to_string(names.size()) + " layer(s) as float64",
+                 elems * 8.0, "the declared shapes must fit in memory: a corrupt file, or a dump to split by layer");
   for (const auto& name : names) {
     DumpLayer layer;
     layer.name = name;

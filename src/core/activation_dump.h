@@ -14,6 +14,9 @@ enum class Arch { gdn, mamba2 };
 Arch parse_arch(const std::string& name);  // throws UserError for unknown names
 const char* arch_name(Arch a);
 
+// How far above 1 the L2 norm of a q or k row may be (float32 rounding of a normalised row is ~sqrt(K) * 2^-24).
+constexpr double kUnitNormTolerance = 1e-4;
+
 struct DumpLayer {
   std::string name;  // "0", "1", ... (the group under /layers)
   ref::GdnInputs gdn;        // filled when arch == gdn

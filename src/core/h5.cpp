@@ -1,6 +1,5 @@
 #include "core/h5.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/errors.h"
+#include "core/memory_budget.h"
 #include "core/run_info.h"
 #include "core/version.h"
 
@@ -20,8 +20,13 @@ namespace replayssm::h5 {
 namespace {
 
 // HDF5 prints its own error stack by default; we report one line instead.
+// No HDF5 exit handler either: every file is closed explicitly, and libhdf5 1.10's handler crashes (SIGSEGV in
+// H5F__close_cb) on a file whose close failed, e.g. after a write past a full disk, turning exit 2 into a signal.
 struct SilenceHdf5 {
-  SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+  SilenceHdf5() {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
 };
 const SilenceHdf5 silence_once;
 
@@ -59,7 +64,7 @@ std::string shape_str(const Shape& s) {
 }  // namespace
 
 [[noreturn]] void File::fail(const std::string& field, const std::string& what) const {
-  throw input_error(path_, field, what);
+  throw input_error(label(), field, what);
 }
 
 File File::open_read(const std::string& path) {
@@ -83,22 +88,25 @@ File File::create(const std::string& path) {
   return File(path, id);
 }
 
-File::File(File&& o) noexcept : path_(std::move(o.path_)), id_(o.id_) { o.id_ = -1; }
+File::File(File&& o) noexcept : path_(std::move(o.path_)), label_(std::move(o.label_)), id_(o.id_) { o.id_ = -1; }
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
     close();
     path_ = std::move(o.path_);
+    label_ = std::move(o.label_);
     id_ = o.id_;
     o.id_ = -1;
   }
   return *this;
 }
 File::~File() { close(); }
-void File::close() {
-  if (id_ >= 0) {
-    H5Fclose(id_);
-    id_ = -1;
-  }
+void File::close() { (void)close_checked(); }
+
+bool File::close_checked() {
+  if (id_ < 0) return true;
+  const bool ok = H5Fclose(id_) >= 0;  // flushes: a full disk shows here
+  id_ = -1;
+  return ok;
 }
 
 bool File::exists(const std::string& object) const {
@@ -157,6 +165,13 @@ template <class T>
 Array<T> File::read_as(const std::string& dataset, hid_t mem_type) const {
   Array<T> a;
   a.shape = shape(dataset);
+  // The declared shape decides the allocation: a tiny file may declare a huge (unwritten, fill-value) dataset, so
+  // the size is checked against the memory budget first (as a double: the product cannot overflow).
+  double elems = 1.0;
+  for (auto d : a.shape) elems *= static_cast<double>(d);
+  require_memory(label() + ": " + dataset, "reading shape " + shape_str(a.shape) + " (" + std::to_string(sizeof(T)) +
+                                             " bytes an element)",
+                 elems * static_cast<double>(sizeof(T)), "the declared shape must fit in memory: a corrupt file?");
   std::size_t n = 1;
   for (auto d : a.shape) n *= d;
   a.data.resize(n);
@@ -262,6 +277,8 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
   Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(t.id, H5T_VARIABLE);
   H5Tset_cset(t.id, H5Tget_cset(ft.id));
+  require_memory(label() + ": " + dataset, "reading " + std::to_string(s[0]) + " strings",
+                 static_cast<double>(s[0]) * 64.0, "the declared shape must fit in memory: a corrupt file?");
   std::vector<char*> raw(s[0], nullptr);
   if (!raw.empty() && H5Dread(d.id, t.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) fail(dataset, "read failed");
   std::vector<std::string> out;
@@ -311,6 +328,8 @@ std::string File::attr_string(const std::string& object, const std::string& name
     return s;
   }
   std::size_t size = H5Tget_size(ft.id);
+  require_memory(label() + ": " + field, "a fixed-size string of " + std::to_string(size) + " bytes",
+                 static_cast<double>(size), "a corrupt file?");
   std::string s(size, '\0');
   Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(t.id, size);
@@ -338,7 +357,10 @@ double File::attr_double(const std::string& object, const std::string& name) con
 
 std::int64_t File::attr_int(const std::string& object, const std::string& name) const {
   const double v = attr_double(object, name);
-  if (v != std::floor(v)) fail(object + "/@" + name, "expected an integer");
+  const std::string field = object + (object == "/" ? "" : "/") + "@" + name;
+  if (v != std::floor(v)) fail(field, "expected an integer");
+  // [-2^63, 2^63): the range a double converts to int64 without undefined behaviour
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) fail(field, "integer out of range");
   return static_cast<std::int64_t>(v);
 }
 
@@ -359,26 +381,55 @@ void File::set_attr(const std::string& object, const std::string& name, const ch
   set_attr(object, name, std::string(value));
 }
 
-void File::set_attr(const std::string& object, const std::string& name, double value) {
+void File::set_scalar_attr(const std::string& object, const std::string& name, hid_t file_type, hid_t mem_type,
+                           const void* value) {
   ensure_group(object);
   if (has_attr(object, name)) H5Adelete_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT);
   Handle sp(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle a(H5Acreate_by_name(id_, object.c_str(), name.c_str(), H5T_IEEE_F64LE, sp.id, H5P_DEFAULT, H5P_DEFAULT,
+  Handle a(H5Acreate_by_name(id_, object.c_str(), name.c_str(), file_type, sp.id, H5P_DEFAULT, H5P_DEFAULT,
                              H5P_DEFAULT),
            H5Aclose);
   if (!a.ok()) fail(object + "/@" + name, "cannot create attribute");
-  H5Awrite(a.id, H5T_NATIVE_DOUBLE, &value);
+  H5Awrite(a.id, mem_type, value);
 }
 
+void File::set_attr(const std::string& object, const std::string& name, double value) {
+  set_scalar_attr(object, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
 void File::set_attr(const std::string& object, const std::string& name, std::int64_t value) {
-  ensure_group(object);
-  if (has_attr(object, name)) H5Adelete_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT);
-  Handle sp(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle a(H5Acreate_by_name(id_, object.c_str(), name.c_str(), H5T_STD_I64LE, sp.id, H5P_DEFAULT, H5P_DEFAULT,
-                             H5P_DEFAULT),
-           H5Aclose);
-  if (!a.ok()) fail(object + "/@" + name, "cannot create attribute");
-  H5Awrite(a.id, H5T_NATIVE_INT64, &value);
+  set_scalar_attr(object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+void File::set_attr_u64(const std::string& object, const std::string& name, std::uint64_t value) {
+  set_scalar_attr(object, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value);
+}
+
+std::string File::attr_text(const std::string& object, const std::string& name) const {
+  const std::string field = object + (object == "/" ? "" : "/") + "@" + name;
+  if (!has_attr(object, name)) fail(field, "missing attribute");
+  H5T_class_t cls;
+  H5T_sign_t sign;
+  {
+    Handle a(H5Aopen_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    Handle ft(H5Aget_type(a.id), H5Tclose);
+    Handle sp(H5Aget_space(a.id), H5Sclose);
+    cls = H5Tget_class(ft.id);
+    sign = H5Tget_sign(ft.id);
+    if (cls != H5T_STRING && H5Sget_simple_extent_npoints(sp.id) != 1) fail(field, "expected a scalar attribute");
+    if (cls == H5T_INTEGER) {
+      if (sign == H5T_SGN_NONE) {
+        std::uint64_t u = 0;
+        if (H5Aread(a.id, H5T_NATIVE_UINT64, &u) < 0) fail(field, "unreadable attribute");
+        return std::to_string(u);
+      }
+      std::int64_t v = 0;
+      if (H5Aread(a.id, H5T_NATIVE_INT64, &v) < 0) fail(field, "unreadable attribute");
+      return std::to_string(v);
+    }
+  }
+  if (cls == H5T_STRING) return attr_string(object, name);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", attr_double(object, name));
+  return buf;
 }
 
 void require_shape(const File& f, const std::string& dataset, const Shape& got, const Shape& expected) {
@@ -387,56 +438,6 @@ void require_shape(const File& f, const std::string& dataset, const Shape& got, 
   for (std::size_t i = 0; i < got.size(); ++i)
     if (expected[i] != 0 && got[i] != expected[i])
       f.fail(dataset, "expected shape " + shape_str(expected) + " (0 = any), got " + shape_str(got));
-}
-
-void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs) {
-  for (const auto& in : inputs) {
-    std::error_code ec;  // a path that does not exist (yet) is not an error here: it cannot be the same file
-    if (in == out_path || std::filesystem::equivalent(in, out_path, ec))
-      throw UserError(out_path + ": --out is the same file as the input " + in);
-  }
-}
-
-namespace {
-// Removes "<final>.tmp-<pid>" files whose writer no longer runs (a run killed during its final write): the next
-// output to the same path cleans them, so a kill leaves nothing behind once the run is resumed or repeated.
-const std::string& remove_stale_temps(const std::string& final_path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path target(final_path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const std::string prefix = target.filename().string() + ".tmp-";
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string pid_text = name.substr(prefix.size());
-    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-    if (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH)) fs::remove(e.path(), ec);
-  }
-  return final_path;
-}
-}  // namespace
-
-AtomicOutput::AtomicOutput(std::string final_path)
-    : final_(std::move(final_path)),
-      temp_(remove_stale_temps(final_) + ".tmp-" + std::to_string(::getpid())),
-      file_(File::create(temp_)) {}
-
-AtomicOutput::~AtomicOutput() {
-  if (!committed_) {
-    file_.close();
-    std::remove(temp_.c_str());
-  }
-}
-
-void AtomicOutput::commit() {
-  file_.close();
-  if (std::rename(temp_.c_str(), final_.c_str()) != 0) {
-    std::remove(temp_.c_str());
-    throw UserError(final_ + ": cannot move the finished output into place");
-  }
-  committed_ = true;
 }
 
 void write_provenance(File& f, const std::string& command, const std::map<std::string, std::string>& options,

@@ -32,8 +32,13 @@ class File {
   File& operator=(const File&) = delete;
   ~File();
   void close();
+  bool close_checked();  // false when HDF5 could not flush and close the file
 
   const std::string& path() const { return path_; }
+  // The name errors give the file: its path, or what the user called it (AtomicOutput: the final --out, not the
+  // temporary file it writes first).
+  const std::string& label() const { return label_.empty() ? path_ : label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
   hid_t id() const { return id_; }
 
   bool exists(const std::string& object) const;        // dataset or group at an absolute path
@@ -66,6 +71,10 @@ class File {
   void set_attr(const std::string& object, const std::string& name, const char* value);
   void set_attr(const std::string& object, const std::string& name, double value);
   void set_attr(const std::string& object, const std::string& name, std::int64_t value);
+  void set_attr_u64(const std::string& object, const std::string& name, std::uint64_t value);
+  // Any scalar attribute as text: a string as it is, an integer in decimal (signed or unsigned, exactly), a float
+  // with 17 significant digits; for readers that accept both the numeric and an older string form.
+  std::string attr_text(const std::string& object, const std::string& name) const;
   void set_attr(const std::string& object, const std::string& name, int value) {
     set_attr(object, name, static_cast<std::int64_t>(value));
   }
@@ -78,7 +87,9 @@ class File {
   template <class T>
   Array<T> read_as(const std::string& dataset, hid_t mem_type) const;
   void write_raw(const std::string& dataset, const Shape& shape, hid_t mem_type, hid_t file_type, const void* data);
-  std::string path_;
+  void set_scalar_attr(const std::string& object, const std::string& name, hid_t file_type, hid_t mem_type,
+                       const void* value);
+  std::string path_, label_;
   hid_t id_ = -1;
 };
 
@@ -104,9 +115,27 @@ class AtomicOutput {
   bool committed_ = false;
 };
 
-// Refuses an output path that names one of the inputs, also under another spelling or through a link: the atomic
-// rename would replace the input. Throws "<out>: --out is the same file as the input <in>" (exit 2).
+// Checks an output path before any work: not empty, not a directory, device, pipe or socket (the rename would replace
+// it), in a directory that exists and is writable; and
+// refuses one that names one of the inputs, also under another spelling or through a link (the atomic rename would
+// replace the input): "<out>: --out is the same file as the input <in>" (exit 2).
 void refuse_output_over_input(const std::string& out_path, const std::vector<std::string>& inputs);
+
+// One writer per output: an exclusive flock on "<out>.lock" (holding the writer's pid), released on exit or death,
+// so a leftover lock file of a dead process never blocks. A second writer fails at once:
+// "<out>: another replayssm (pid N) is writing this output (lock <out>.lock)" (exit 2). While it is held, every
+// "<out>.tmp-*" is a leftover of a killed writer and is removed.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& out_path);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 // Root attributes every output carries: tool version, git sha, compiler and flags, host, device, the command
 // and each resolved option (as "option.<name>").

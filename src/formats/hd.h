@@ -82,4 +82,7 @@ REPLAYSSM_HD float fmin_flt_max(float x) {
   return (x < m) ? x : m;
 }
 
+// The largest float below a finite positive x (x > 0 normal or subnormal): one ulp down, bit arithmetic only.
+REPLAYSSM_HD float next_below(float x) { return bits_to_float(float_to_bits(x) - 1u); }
+
 }  // namespace replayssm::formats

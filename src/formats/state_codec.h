@@ -104,8 +104,21 @@ struct FloatScaledCodec : PackedCodes<Derived, 8> {
   static constexpr int kBits = 8;
   static constexpr int kBlock = 32;
 
+  // The range edges (the normal range is untouched: amax / kMax is a normal float and scale * kMax is finite):
+  // * a scale below FLT_MIN would have a reciprocal that overflows (1/scale = Inf: zeros encode to NaN, every other
+  //   element to +-kMax), or a subnormal one: it is raised to kMinScale = FLT_MIN (2^-126, exact reciprocal), so a
+  //   row with amax < kMax * FLT_MIN is stored on the grid of FLT_MIN (exact power-of-two scaling: fp8 keeps its
+  //   relative precision down to its own subnormals; int8 steps by FLT_MIN there);
+  // * where scale * kMax rounds past FLT_MAX (amax within a rounding of FLT_MAX) the largest code would decode to Inf:
+  //   the scale is taken one ulp lower, so the largest code decodes to a finite value and amax saturates to it.
+  // An Inf amax keeps an Inf scale (the group decodes to NaN: a blown-up state stays loud).
+  static constexpr float kMinScale = 1.17549435082228750797e-38f;  // FLT_MIN
   REPLAYSSM_HD static float scale_from_amax(float amax) {
-    return amax == 0.0f ? 1.0f : div_rn(amax, Derived::kMax);
+    if (amax == 0.0f) return 1.0f;
+    const float s = div_rn(amax, Derived::kMax);
+    if (s < kMinScale) return kMinScale;
+    if (is_inf(mul_rn(s, Derived::kMax)) && !is_inf(s)) return next_below(s);
+    return s;
   }
   REPLAYSSM_HD static constexpr int num_scales(int V, int K, Scaling s) {
     return s == Scaling::head ? 1 : s == Scaling::row ? V : s == Scaling::block ? V * ceil_div(K, kBlock) : 0;
@@ -356,8 +369,30 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
   REPLAYSSM_HD static float block_encode_multiplier(uint8_t scale_code, float s_enc) {
     return block_encode_multiplier_d(scale_code, decode_scale(s_enc));
   }
+  // TE's (e4m3(scale) * A) / 2688 wherever it is finite and consistent with the encode; at the range edges:
+  // * A > FLT_MAX / 448: e4m3(scale) * A overflows; the same product is formed on A * 2^-kEdgeShift and scaled back
+  //   (exact power-of-two steps, no subnormals on the way: the bits TE's formula has without an exponent limit);
+  // * A < 2688 / FLT_MAX: the encode's S_enc was clamped to FLT_MAX, so the blocks were encoded with
+  //   S_dec = 1 / FLT_MAX, not A / 2688, and a block's multiplier may itself be clamped to FLT_MAX: the decode
+  //   multiplier is the reciprocal of the encode's (block_encode_multiplier), whatever it was.
+  static constexpr int kEdgeShift = 12;
   REPLAYSSM_HD static float block_decode_multiplier(uint8_t scale_code, float head_amax) {
-    return mul_rn(mul_rn(e4m3_decode(scale_code), head_amax), kDecodeFactor);
+    const float e = e4m3_decode(scale_code);
+    const float m = mul_rn(e, head_amax);
+    if (is_inf(m) && !is_inf(head_amax)) {
+      const float down = bits_to_float(static_cast<uint32_t>(127 - kEdgeShift) << 23);
+      const float up = bits_to_float(static_cast<uint32_t>(127 + kEdgeShift) << 23);
+      return mul_rn(mul_rn(mul_rn(e, mul_rn(head_amax, down)), kDecodeFactor), up);
+    }
+    if (head_amax > 0.0f && is_inf(div_rn(448.0f * 6.0f, head_amax)))
+      return div_rn(1.0f, block_encode_multiplier(scale_code, scale_from_amax(head_amax)));
+    return mul_rn(m, kDecodeFactor);
+  }
+  // A decoded element of a finite head saturates at +-FLT_MAX (6 * e4m3(scale) * A / 2688 may round one ulp past
+  // A = FLT_MAX); an Inf or NaN head keeps TE's Inf/NaN.
+  REPLAYSSM_HD static float saturate_finite(float y) {
+    const float m = bits_to_float(0x7F7FFFFFu);
+    return y > m ? m : (y < -m ? -m : y);
   }
 
   static constexpr std::size_t scale_bytes(int V, int K, Scaling) {
@@ -441,6 +476,8 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
         }
         float* o = out + base + c0;
         for (int j = 0; j < n; ++j) o[j] = mul_rn(decode(static_cast<code_t>(q[j])), mult[j]);
+        if (!is_inf(head_amax) && !is_nan(head_amax))
+          for (int j = 0; j < n; ++j) o[j] = saturate_finite(o[j]);
       }
     }
   }

@@ -1,6 +1,9 @@
 #include "sweep/results.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "sweep/metrics.h"
 
@@ -8,6 +11,18 @@ namespace replayssm::sweep {
 
 namespace {
 std::size_t sz(std::size_t v) { return v; }
+
+// A decimal integer that fits: uint64 for the seed, int64 otherwise (what write_drift_and_attrs stores).
+bool integer_text(const std::string& v, bool is_unsigned) {
+  if (v.empty() || (is_unsigned && v[0] == '-')) return false;
+  errno = 0;
+  char* end = nullptr;
+  if (is_unsigned)
+    (void)std::strtoull(v.c_str(), &end, 10);
+  else
+    (void)std::strtoll(v.c_str(), &end, 10);
+  return errno == 0 && end == v.c_str() + v.size() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-');
+}
 }  // namespace
 
 void write_run(h5::File& f, const std::string& g, const RunResult& r) {
@@ -25,7 +40,14 @@ void write_drift_and_attrs(h5::File& f, const std::string& g, const RunResult& r
   f.write(g + "/output_drift", {L, L ? r.output_drift.size() / L : 0}, r.output_drift.data());
   f.write(g + "/flush_steps", {F}, r.flush_steps.data());
   f.write(g + "/state_drift", {L, F}, r.state_drift.data());
-  for (const auto& [k, v] : r.attrs) f.set_attr(g, k, v);
+  for (const auto& [k, v] : r.attrs) {
+    if (k == "seed")
+      f.set_attr_u64(g, k, std::stoull(v));
+    else if (k == "L" || k == "diverged_at")
+      f.set_attr(g, k, static_cast<std::int64_t>(std::stoll(v)));
+    else
+      f.set_attr(g, k, v);
+  }
   f.set_attr(g, "id", r.id);
   f.set_attr(g, "index", r.index);
   f.set_attr(g, "elapsed_s", r.elapsed_s);
@@ -62,7 +84,12 @@ RunResult read_run(const h5::File& f, const std::string& g) {
   r.elapsed_s = f.attr_double(g, "elapsed_s");
   for (const char* k : {"model", "text", "format", "scaling", "rounding", "policy", "L", "u_source", "backend",
                         "device", "seed", "mode", "diverged_at"})
-    if (f.has_attr(g, k)) r.attrs[k] = f.attr_string(g, k);
+    if (f.has_attr(g, k)) r.attrs[k] = f.attr_text(g, k);  // L, seed, diverged_at: numbers (strings in older files)
+  for (const char* k : {"L", "seed", "diverged_at"}) {
+    const auto it = r.attrs.find(k);
+    if (it != r.attrs.end() && !integer_text(it->second, std::string(k) == "seed"))
+      f.fail(g + "/@" + k, "expected an integer, got '" + it->second + "'");
+  }
   return r;
 }
 
@@ -71,7 +98,8 @@ void write_reference(h5::File& f, const ReferenceSummary& s) {
   f.write(g + "/nll", {s.nll.size()}, s.nll.data());
   double sum = 0;
   for (double x : s.nll) sum += x;
-  f.set_attr(g, "bits_per_byte", s.nll.empty() ? 0.0 : sum / static_cast<double>(s.nll.size()) / 0.6931471805599453);
+  // On the nll dataset, as the schema table says (its mean in bits); T >= 1 always (sweep --tokens >= 1).
+  f.set_attr(g + "/nll", "bits_per_byte", sum / static_cast<double>(s.nll.size()) / 0.6931471805599453);
   f.set_attr(g, "backend", "FP64 Eigen reference");
 }
 

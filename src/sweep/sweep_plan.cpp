@@ -9,12 +9,15 @@ namespace replayssm::sweep {
 
 std::vector<std::string> split_list(const std::string& csv) {
   std::vector<std::string> out;
-  std::stringstream ss(csv);
-  for (std::string item; std::getline(ss, item, ',');) {
+  if (csv.find_first_not_of(" \t") == std::string::npos) return out;
+  for (std::size_t start = 0;;) {
+    const auto comma = csv.find(',', start);
+    const std::string item = csv.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
   }
-  return out;
 }
 
 FormatSpec parse_format_spec(const std::string& item) {

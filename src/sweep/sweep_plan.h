@@ -13,6 +13,7 @@ namespace replayssm::sweep {
 struct FormatSpec {
   formats::FormatId format;
   formats::Scaling scaling;
+  bool operator==(const FormatSpec& o) const { return format == o.format && scaling == o.scaling; }
 };
 
 struct SweepAxes {
@@ -39,6 +40,8 @@ struct ModelRef {
 
 // "fp8_e4m3:row" or "nvfp4" (the format's default scaling). Throws UserError naming the bad item.
 FormatSpec parse_format_spec(const std::string& item);
+// The items of a comma list, trimmed; an empty item ("a,,b", "a,") stays as "" so that the caller refuses it
+// instead of dropping it; a blank list gives no items.
 std::vector<std::string> split_list(const std::string& csv);
 
 // The plan: for each model, policies x formats x roundings x L (x u-source for GDN split), invalid format/rounding

@@ -7,23 +7,15 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "runtime/text.h"
 #include "sweep/metrics.h"
 
 namespace replayssm::sweep {
 
 TextSlice load_text(const std::string& path, std::int64_t offset, int tokens) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UserError(path + ": is a directory, expected a text file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open the text file");
-  std::vector<std::uint8_t> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (all.empty()) throw UserError(path + ": empty text");
-  // Position t predicts byte t + 1, so T positions need T + 1 bytes (compared without overflow: offset may be huge).
+  // Position t predicts byte t + 1, so T positions need T + 1 bytes.
   const auto need = static_cast<std::int64_t>(tokens) + 1;
-  if (offset < 0 || need > static_cast<std::int64_t>(all.size()) ||
-      offset > static_cast<std::int64_t>(all.size()) - need)
-    throw UserError(path + ": --offset " + std::to_string(offset) + " + --tokens " + std::to_string(tokens) +
-                    " + 1 bytes is beyond the end of the text (" + std::to_string(all.size()) + " bytes)");
+  std::vector<std::uint8_t> bytes = runtime::read_text_slice(path, offset, need);
   TextSlice s;
   s.path = path;
   const auto slash = path.find_last_of('/');
@@ -31,7 +23,7 @@ TextSlice load_text(const std::string& path, std::int64_t offset, int tokens) {
          std::to_string(tokens);
   s.offset = offset;
   s.tokens = tokens;
-  s.bytes.assign(all.begin() + offset, all.begin() + offset + need);
+  s.bytes = std::move(bytes);
   return s;
 }
 

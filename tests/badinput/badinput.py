@@ -812,6 +812,9 @@ def snapshot(tmp):
             out[os.path.relpath(os.path.join(root, d), tmp) + "/"] = "dir"
         for n in files:
             p = os.path.join(root, n)
+            if not os.path.isfile(p):  # a pipe or socket a case made: opening it would block
+                out[os.path.relpath(p, tmp)] = "special"
+                continue
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, tmp)] = hashlib.sha256(fh.read()).hexdigest()
     return out
