@@ -172,8 +172,9 @@ inline void code_step(const Mode& m, double& step_rel, double& floor_rel, double
     case FormatId::fp32: step_rel = 0.0; break;                        // no codes: nothing may flip
     case FormatId::bf16: floor_abs = std::ldexp(1.0, -133); break;     // bf16's smallest subnormal
     case FormatId::fp16: floor_abs = std::ldexp(1.0, -24); break;      // fp16's smallest subnormal
-    case FormatId::fp8_e4m3:                                           // subnormal step 2^-9 of the unit scale
-      (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -9) / 448.0 : std::ldexp(1.0, -9);
+    case FormatId::fp8_e4m3:  // subnormal step 2^-9 of the unit scale (tile: of amax / 240, not amax / 448)
+      (scaled ? floor_rel : floor_abs) =
+          scaled ? std::ldexp(1.0, -9) / (m.scaling == formats::Scaling::tile ? 240.0 : 448.0) : std::ldexp(1.0, -9);
       break;
     case FormatId::fp8_e5m2:
       (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -16) / 57344.0 : std::ldexp(1.0, -16);

@@ -416,6 +416,8 @@ std::vector<Mode> modes_for(Arch a, bool main_only) {
     fs.push_back({FormatId::int8, Scaling::column, Rounding::sr});
     fs.push_back({FormatId::fp8_e4m3, Scaling::column, Rounding::rne});
     fs.push_back({FormatId::fp8_e4m3, Scaling::column, Rounding::sr});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::tile, Rounding::rne});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::tile, Rounding::sr});
   }
   std::vector<formats::FormatSpec> specs;
   for (const F& f : fs) specs.push_back({f.f, f.s, f.r});

@@ -14,13 +14,17 @@ namespace replayssm::formats::detail {
 // scale = amax / kMax (amax = max |x| over the group, NaN ignored), or 1 when amax == 0.
 // encode: code = encode(x * (1 / scale)); decode: decode(code) * scale.
 // Groups: head (every element), row (one per row v), block (32 contiguous elements of a row along K), column (one
-// per column k over the V rows: the per-(head, column) scales of vLLM's quantized Mamba state cache).
+// per column k over the V rows: the per-(head, column) scales of vLLM's quantized Mamba state cache), tile (kTileRows
+// whole rows, E4M3 only, scale = amax / kTileQMax = amax / 240: SGLang's FP8 state tiles, which keep the codes below
+// 240 so that a later step's growth does not saturate at 448).
 template <class Derived, class CodeT, int kBitsT = 8>
 struct FloatScaledCodec : PackedCodes<Derived, kBitsT> {
   using code_t = CodeT;
   static constexpr int kBits = kBitsT;
   static constexpr int kBlock = 32;
-  static constexpr int kColChunk = 128;  // columns per chunk of the column-scaled encode (a local array of inverses)
+  static constexpr int kColChunk = 128;
+  static constexpr int kTileRows = 32;
+  static constexpr float kTileQMax = 240.0f;  // columns per chunk of the column-scaled encode (a local array of inverses)
 
   // The range edges (the normal range is untouched: amax / kMax is a normal float and scale * kMax is finite):
   // * a scale below FLT_MIN would have a reciprocal that overflows (1/scale = Inf: zeros encode to NaN, every other
@@ -31,23 +35,29 @@ struct FloatScaledCodec : PackedCodes<Derived, kBitsT> {
   //   the scale is taken one ulp lower, so the largest code decodes to a finite value and amax saturates to it.
   // An Inf amax keeps an Inf scale (the group decodes to NaN: a blown-up state stays loud).
   static constexpr float kMinScale = 1.17549435082228750797e-38f;  // FLT_MIN
-  REPLAYSSM_HD static float scale_from_amax(float amax) {
+  REPLAYSSM_HD static float scale_from_amax_q(float amax, float qmax) {
     if (amax == 0.0f) return 1.0f;
-    const float s = div_rn(amax, Derived::kMax);
+    const float s = div_rn(amax, qmax);
     if (s < kMinScale) return kMinScale;
-    if (is_inf(mul_rn(s, Derived::kMax)) && !is_inf(s)) return next_below(s);
+    if (is_inf(mul_rn(s, qmax)) && !is_inf(s)) return next_below(s);
     return s;
   }
+  REPLAYSSM_HD static float scale_from_amax(float amax) { return scale_from_amax_q(amax, Derived::kMax); }
   REPLAYSSM_HD static constexpr int num_scales(int V, int K, Scaling s) {
     return s == Scaling::head     ? 1
            : s == Scaling::row    ? V
            : s == Scaling::block  ? V * ceil_div(K, kBlock)
            : s == Scaling::column ? K
+           : s == Scaling::tile   ? ceil_div(V, kTileRows)
                                   : 0;
   }
   // Index of the scale of element (v, k) in the float32 scale array (Scaling::none has no scale: 0, unused).
   REPLAYSSM_HD static constexpr int scale_index(int v, int k, int K, Scaling s) {
-    return s == Scaling::row ? v : s == Scaling::block ? v * ceil_div(K, kBlock) + k / kBlock : s == Scaling::column ? k : 0;
+    return s == Scaling::row      ? v
+           : s == Scaling::block  ? v * ceil_div(K, kBlock) + k / kBlock
+           : s == Scaling::column ? k
+           : s == Scaling::tile   ? v / kTileRows
+                                  : 0;
   }
   static constexpr std::size_t scale_bytes(int V, int K, Scaling s) {
     return 4u * static_cast<std::size_t>(num_scales(V, K, s));
@@ -115,13 +125,17 @@ struct FloatScaledCodec : PackedCodes<Derived, kBitsT> {
       encode_columns(x, V, K, p, codes, scales);
       return;
     }
-    if (s == Scaling::head) {
-      float m = 0.0f;
-      for (int v = 0; v < V; ++v) m = group_amax(x + static_cast<std::size_t>(v) * K, 0, K, m);
-      const float sc = scale_from_amax(m);
-      store_f32(scales, sc);
-      const float inv = div_rn(1.0f, sc);
-      for (int v = 0; v < V; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, inv, true, p, codes);
+    if (s == Scaling::head || s == Scaling::tile) {  // groups of whole rows: all V, or kTileRows
+      const int rows = s == Scaling::head ? V : kTileRows;
+      for (int v0 = 0; v0 < V; v0 += rows) {
+        const int v1 = v0 + rows < V ? v0 + rows : V;
+        float m = 0.0f;
+        for (int v = v0; v < v1; ++v) m = group_amax(x + static_cast<std::size_t>(v) * K, 0, K, m);
+        const float sc = s == Scaling::head ? scale_from_amax(m) : scale_from_amax_q(m, kTileQMax);
+        store_f32(scales + 4 * scale_index(v0, 0, K, s), sc);
+        const float inv = div_rn(1.0f, sc);
+        for (int v = v0; v < v1; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, inv, true, p, codes);
+      }
       return;
     }
     // row: one group per row; block: kBlock-wide groups along K (a short last block when K % kBlock != 0)

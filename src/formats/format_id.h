@@ -11,7 +11,7 @@ namespace replayssm::formats {
 
 // New values are appended (the numeric values are stable); kAllFormats / kAllScalings give the listing order.
 enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16 };
-enum class Scaling : uint8_t { none, head, row, block, column };
+enum class Scaling : uint8_t { none, head, row, block, column, tile };
 enum class Rounding : uint8_t { rne, sr };
 
 inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,     FormatId::fp16,
@@ -20,16 +20,18 @@ inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,  
                                            FormatId::mxfp4};
 // The number of values of each enum (the integer loops of device code; the static_asserts keep them in step).
 inline constexpr int kFormatIdCount = static_cast<int>(FormatId::int16) + 1;
-inline constexpr int kScalingCount = static_cast<int>(Scaling::column) + 1;
+inline constexpr int kScalingCount = static_cast<int>(Scaling::tile) + 1;
 inline constexpr int kRoundingCount = static_cast<int>(Rounding::sr) + 1;
 static_assert(sizeof(kAllFormats) / sizeof(kAllFormats[0]) == kFormatIdCount, "kAllFormats lists every FormatId");
-inline constexpr Scaling kAllScalings[] = {Scaling::none, Scaling::head, Scaling::row, Scaling::block, Scaling::column};
+inline constexpr Scaling kAllScalings[] = {Scaling::none, Scaling::head, Scaling::row, Scaling::block, Scaling::column,
+                                           Scaling::tile};
 static_assert(sizeof(kAllScalings) / sizeof(kAllScalings[0]) == kScalingCount, "kAllScalings lists every Scaling");
 
 // Valid (format, scaling) pairs:
 //   fp32, bf16, fp16        : none
 //   fp8_e4m3, fp8_e5m2      : none, head, row, block, column (block = 32 contiguous elements along K, FP32 scale;
-//                             column = one FP32 scale per state column k, over the V rows)
+//                             column = one FP32 scale per state column k, over the V rows;
+//                             tile (e4m3 only) = one FP32 scale per 32-row tile, amax / 240: headroom below 448)
 //   int8, int16             : head, row, block, column (a unit scale would round the state to integers)
 //   nvfp4                   : block (16-element E4M3 block scales + one FP32 per-head amax)
 //   mxfp8, mxfp4            : block (32-element E8M0 block scales)
@@ -38,10 +40,10 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
     case FormatId::fp32:
     case FormatId::bf16:
     case FormatId::fp16: return s == Scaling::none;
-    case FormatId::fp8_e4m3:
-    case FormatId::fp8_e5m2: return true;
+    case FormatId::fp8_e4m3: return true;
+    case FormatId::fp8_e5m2: return s != Scaling::tile;
     case FormatId::int8:
-    case FormatId::int16: return s != Scaling::none;
+    case FormatId::int16: return s != Scaling::none && s != Scaling::tile;
     case FormatId::nvfp4:
     case FormatId::mxfp8:
     case FormatId::mxfp4: return s == Scaling::block;
@@ -88,6 +90,7 @@ inline const char* scaling_name(Scaling s) {
     case Scaling::row: return "row";
     case Scaling::block: return "block";
     case Scaling::column: return "column";
+    case Scaling::tile: return "tile";
   }
   return "?";
 }

@@ -120,6 +120,17 @@ def main():
         check(np.array_equal((vals * sc[:, None, :]).reshape(x4.shape), f["/dequantized"][...]),
               f"{fmt} column: codes*scale != dequantized")
 
+    # ---- fp8 e4m3 with per-32-row-tile scales and headroom: scale = tile amax / 240 (4 rows: one tile per head)
+    f = quantize("fp8_e4m3", "/layers/0/state", "--scaling", "tile", name="fp8_tile")
+    if f is not None:
+        sc = f["/scales"][...].view("<f4")  # [6, 1]
+        amax = np.abs(x4).reshape(6, 4 * 64).max(axis=1)
+        check(np.array_equal(sc[:, 0], (amax / np.float32(240)).astype(np.float32)), "fp8 tile scales != amax/240")
+        codes = f["/codes"][...].reshape(6, 4, 64)
+        check(np.abs(e4m3_value(codes)).max() <= 240, "fp8 tile: codes above 240")
+        check(np.array_equal((e4m3_value(codes) * sc[:, :, None]).reshape(x4.shape), f["/dequantized"][...]),
+              "fp8 tile: codes*scale != dequantized")
+
     # ---- nvfp4: float32 head amax + E4M3 per 16, nibbles low = even element (TE dequantize formula)
     for ds, shape in (("/layers/0/state", x4.shape), ("/flat", x2.shape)):
         f = quantize("nvfp4", ds, name="nvfp4_" + ds.strip("/").replace("/", "_"))

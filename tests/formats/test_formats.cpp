@@ -783,6 +783,10 @@ TEST_CASE("bytes per state", "[formats][state]") {
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::column) == 16384 + 128 * 4);
   CHECK(bytes_per_state(FormatId::int16, V, K, Scaling::column) == 32768 + 128 * 4);
   CHECK(bytes_per_state(FormatId::int16, V, K, Scaling::row) == 32768 + 128 * 4);
+  CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::tile) == 16384 + 4 * 4);
+  CHECK(StateCodec<FormatId::fp8_e4m3>::bytes_per_state(33, 8, Scaling::tile) == 264 + 2 * 4);  // a short last tile
+  CHECK_THROWS_AS(bytes_per_state(FormatId::int8, V, K, Scaling::tile), std::invalid_argument);
+  CHECK_THROWS_AS(bytes_per_state(FormatId::fp8_e5m2, V, K, Scaling::tile), std::invalid_argument);
   CHECK(StateCodec<FormatId::int8>::bytes_per_state(3, 40, Scaling::column) == 120 + 40 * 4);  // one per column
   CHECK_THROWS_AS(bytes_per_state(FormatId::int16, V, K, Scaling::none), std::invalid_argument);
   CHECK_THROWS_AS(bytes_per_state(FormatId::bf16, V, K, Scaling::column), std::invalid_argument);
@@ -843,7 +847,7 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
     parse_scaling("tensor");
     FAIL("no throw");
   } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()) == "unknown scaling 'tensor' (expected one of: none, head, row, block, column)");
+    CHECK(std::string(e.what()) == "unknown scaling 'tensor' (expected one of: none, head, row, block, column, tile)");
   }
   int n = 0;
   for (FormatId f : kAllFormats)
