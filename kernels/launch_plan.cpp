@@ -183,6 +183,7 @@ bool tuned_applies(const Problem& p, std::string* why) {
   if (p.L < 2) return no("L < 2");
   if (p.cap > 64) return no("buffer capacity > 64");
   if (p.scaling == formats::Scaling::head) return no("head scaling");
+  if (p.scaling == formats::Scaling::column || p.scaling == formats::Scaling::tile) return no("column or tile scaling");
   if (p.op == Op::verify && p.T > p.max_drafts) return no("T > max_drafts");
   if (p.cap + p.T > 256) return no("records + drafts > 256");
   if (p.replay() && (static_cast<long long>(p.B) * p.H > (1LL << 17) || p.B > 65535 || p.H > 65535))

@@ -313,6 +313,7 @@ int launch_any(formats::FormatId f, const KParams& p, void* stream) {
     case FormatId::fp8_e4m3: return launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn>(p, s);
     case FormatId::fp8_e5m2: return launch_one<StateCodec<FormatId::fp8_e5m2>, kGdn>(p, s);
     case FormatId::int8: return launch_one<StateCodec<FormatId::int8>, kGdn>(p, s);
+    case FormatId::int16: return launch_one<StateCodec<FormatId::int16>, kGdn>(p, s);
     case FormatId::nvfp4: return launch_one<StateCodec<FormatId::nvfp4>, kGdn>(p, s);
     case FormatId::mxfp8: return launch_one<StateCodec<FormatId::mxfp8>, kGdn>(p, s);
     case FormatId::mxfp4: return launch_one<StateCodec<FormatId::mxfp4>, kGdn>(p, s);

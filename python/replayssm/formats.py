@@ -32,12 +32,12 @@ class Quantized:
 
 
 def names() -> List[str]:
-    """Every state format: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4."""
+    """Every state format: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
     return list(_core.format_names())
 
 
 def scalings(format: str) -> List[str]:
-    """The scalings valid for a format (none, head, row, block)."""
+    """The scalings valid for a format (none, head, row, block, column)."""
     return list(_core.valid_scalings(format))
 
 
@@ -49,7 +49,7 @@ def bytes_per_state(format: str, V: int, K: int, scaling: Optional[str] = None) 
 def quantize(x, format: str, scaling: Optional[str] = None, rounding: str = "rne", seed: int = 0,
              step: int = 0) -> Quantized:
     """Encodes x [..., V, K] (float32 after conversion; NaN/Inf allowed, see the formats README) in a format and
-    decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8, block for
+    decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8/int16, block for
     nvfp4/mx); rounding "rne" or "sr" (stochastic, from seed, head and step)."""
     a = as_array(x, "x", np.float32)
     if a.ndim < 2:

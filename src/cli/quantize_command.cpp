@@ -1,5 +1,5 @@
 // `replayssm quantize`: store an array in one of the state formats and read it back.
-//   replayssm quantize --format F [--scaling none|head|row|block] [--rounding rne|sr --seed N]
+//   replayssm quantize --format F [--scaling none|head|row|block|column] [--rounding rne|sr --seed N]
 //                      --in file.h5:/dataset --out out.h5
 // The dataset's last axis is K (blocks run along it), the axis before it is V (the rows of one head state), and
 // every axis before those is flattened, row-major, into the head index h (a rank-2 dataset is one head). So a
@@ -26,11 +26,13 @@ namespace {
 namespace fm = replayssm::formats;
 
 void add_options(po::options_description& d) {
+  static const std::string format_help = "one of: " + fm::format_names();
+  static const std::string scaling_help = "one of: " + fm::scaling_names() +
+                                          " (valid per format: src/formats/README.md; default: none for the unscaled "
+                                          "formats, row for fp8/int8/int16, block for nvfp4/mx)";
   d.add_options()
-    ("format", po::value<std::string>()->required(),
-     "fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8 or mxfp4")
-    ("scaling", po::value<std::string>()->default_value(""),
-     "none, head, row or block (default: none for fp32/bf16/fp16, row for fp8/int8, block for nvfp4/mx)")
+    ("format", po::value<std::string>()->required(), format_help.c_str())
+    ("scaling", po::value<std::string>()->default_value(""), scaling_help.c_str())
     ("rounding", po::value<std::string>()->default_value("rne"), "rne (nearest even) or sr (stochastic)")
     ("seed", po::value<unsigned long long>()->default_value(0), "seed of the stochastic rounding")
     ("in", po::value<std::string>()->required(), "input array: file.h5:/dataset (last axis = K)")

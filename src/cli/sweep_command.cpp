@@ -40,7 +40,7 @@ void add_options(po::options_description& d) {
     ("offset", po::value<long long>()->default_value(0), "byte offset of the slice in the text")
     ("tokens", po::value<int>()->default_value(32768), "positions to evaluate (the article uses 131072)")
     ("formats", po::value<std::string>()->default_value("fp32,bf16,fp8_e4m3:row,nvfp4"),
-     "stored-state formats, FORMAT[:SCALING] (scaling none|head|row|block; default per format)")
+     "stored-state formats, FORMAT[:SCALING] (scaling none|head|row|block|column; default per format)")
     ("policies", po::value<std::string>()->default_value("conventional-shared,replay-shared,replay-split"),
      "precision policies")
     ("rounding", po::value<std::string>()->default_value("rne"), "rounding modes: rne, sr (comma list)")

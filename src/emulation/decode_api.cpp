@@ -85,7 +85,7 @@ Mode parse_mode(const std::string& name, Arch arch) {
       m.L = int(number(x, "L", 1, 4096));
     } else if (x.rfind("seed=", 0) == 0) {
       m.seed = std::uint64_t(number(x, "seed", 0, std::numeric_limits<long long>::max()));
-    } else if (!scaling_seen && !rounding_seen && x != "rne" && x != "sr") {
+    } else if (!scaling_seen && !rounding_seen && !formats::is_rounding_name(x)) {
       m.scaling = formats::parse_scaling(x);
       scaling_seen = true;
     } else if (!rounding_seen) {

@@ -16,8 +16,8 @@
 namespace replayssm::emu {
 
 // Unit roundoff u_F: half the relative spacing of the element format at 1 (float formats), or the error of one
-// code step relative to the scale group's amax (int8: 1/(2*127) ~ 2^-8). Scaled formats measure against the
-// group amax, which the constants below absorb.
+// code step relative to the scale group's amax (int8: 1/(2*127) ~ 2^-8; int16: 1/(2*32767) ~ 2^-16). Scaled formats
+// measure against the group amax, which the constants below absorb.
 inline double unit_roundoff(formats::FormatId f) {
   switch (f) {
     case formats::FormatId::fp32: return std::ldexp(1.0, -24);
@@ -26,6 +26,7 @@ inline double unit_roundoff(formats::FormatId f) {
     case formats::FormatId::fp8_e4m3: return std::ldexp(1.0, -4);
     case formats::FormatId::fp8_e5m2: return std::ldexp(1.0, -3);
     case formats::FormatId::int8: return std::ldexp(1.0, -8);
+    case formats::FormatId::int16: return std::ldexp(1.0, -16);
     case formats::FormatId::nvfp4: return std::ldexp(1.0, -2);
     case formats::FormatId::mxfp8: return std::ldexp(1.0, -4);
     case formats::FormatId::mxfp4: return std::ldexp(1.0, -2);
@@ -71,9 +72,13 @@ inline Tolerance tc_dots_tolerance(int K) {
 
 // INT8 has uniform absolute steps: its error relative to the RMS of the state grows with amax / rms of the scale
 // group, ~ sqrt(2 ln n) for n Gaussian-like elements (n = V K per head, K per row, 32 per block).
+// INT16 likewise; a column group has the V elements of one state column.
 inline double group_factor(const Mode& m, int V, int K) {
-  if (m.format != formats::FormatId::int8) return 1.0;
-  const double n = m.scaling == formats::Scaling::head ? double(V) * K : m.scaling == formats::Scaling::row ? K : 32.0;
+  if (m.format != formats::FormatId::int8 && m.format != formats::FormatId::int16) return 1.0;
+  const double n = m.scaling == formats::Scaling::head     ? double(V) * K
+                   : m.scaling == formats::Scaling::row    ? K
+                   : m.scaling == formats::Scaling::column ? V
+                                                           : 32.0;
   return std::sqrt(2.0 * std::log(std::max(n, 3.0)));
 }
 
@@ -167,13 +172,15 @@ inline void code_step(const Mode& m, double& step_rel, double& floor_rel, double
     case FormatId::fp32: step_rel = 0.0; break;                        // no codes: nothing may flip
     case FormatId::bf16: floor_abs = std::ldexp(1.0, -133); break;     // bf16's smallest subnormal
     case FormatId::fp16: floor_abs = std::ldexp(1.0, -24); break;      // fp16's smallest subnormal
-    case FormatId::fp8_e4m3:                                           // subnormal step 2^-9 of the unit scale
-      (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -9) / 448.0 : std::ldexp(1.0, -9);
+    case FormatId::fp8_e4m3:  // subnormal step 2^-9 of the unit scale (tile: of amax / 240, not amax / 448)
+      (scaled ? floor_rel : floor_abs) =
+          scaled ? std::ldexp(1.0, -9) / (m.scaling == formats::Scaling::tile ? 240.0 : 448.0) : std::ldexp(1.0, -9);
       break;
     case FormatId::fp8_e5m2:
       (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -16) / 57344.0 : std::ldexp(1.0, -16);
       break;
     case FormatId::int8: floor_rel = 1.0 / 127.0; break;              // one integer step of amax / 127
+    case FormatId::int16: floor_rel = 1.0 / 32767.0; break;           // one integer step of amax / 32767
     case FormatId::nvfp4:                                             // 0.5 of a block scale ~ amax_block / 6
       step_rel += 2.0 * unit_roundoff(FormatId::fp8_e4m3);
       floor_rel = 0.5 / 6.0 * (1.0 + std::ldexp(1.0, -4));

@@ -385,14 +385,35 @@ std::vector<Mode> modes_for(Arch a, bool main_only) {
     fs.push_back({FormatId::nvfp4, Scaling::block, Rounding::sr});
     fs.push_back({FormatId::mxfp8, Scaling::block, Rounding::rne});
     fs.push_back({FormatId::mxfp4, Scaling::block, Rounding::rne});
+    fs.push_back({FormatId::int8, Scaling::column, Rounding::rne});
+    fs.push_back({FormatId::int8, Scaling::column, Rounding::sr});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::column, Rounding::rne});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::column, Rounding::sr});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::tile, Rounding::rne});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::tile, Rounding::sr});
   }
+  std::vector<formats::FormatSpec> specs;
+  for (const F& f : fs) specs.push_back({f.f, f.s, f.r});
+  return modes_of(a, specs);
+}
+
+std::vector<Mode> fine_modes_for(Arch a) {
+  using formats::FormatId;
+  using formats::Rounding;
+  using formats::Scaling;
+  return modes_of(a, {{FormatId::int16, Scaling::column, Rounding::rne},
+                      {FormatId::int16, Scaling::column, Rounding::sr},
+                      {FormatId::int16, Scaling::row, Rounding::rne}});
+}
+
+std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs) {
   std::vector<Mode> out;
-  for (const F& f : fs) {
+  for (const formats::FormatSpec& f : specs) {
     Mode m;
     m.arch = a;
-    m.format = f.f;
-    m.scaling = f.s;
-    m.rounding = f.r;
+    m.format = f.format;
+    m.scaling = f.scaling;
+    m.rounding = f.rounding;
     m.seed = 1234;
     for (Policy p : {Policy::conventional_shared, Policy::replay_shared, Policy::replay_split}) {
       m.policy = p;

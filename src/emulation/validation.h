@@ -153,5 +153,12 @@ CheckRow check_vs_mode_aware(const Mode& m, const Case& c, const CaseInputs& in,
 // The validation modes of an arch: every policy (and GDN u-source) x formats. main_only: fp32, bf16,
 // fp8_e4m3/row, nvfp4/block.
 std::vector<Mode> modes_for(Arch a, bool main_only);
+// Every policy (and GDN u-source) of each (format, scaling, rounding), seed 1234.
+std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs);
+// The formats whose stored state resolves ~2^-16 of the value or of its scale group (int16; compensated bf16x2), a
+// few bits above the FP32 floor of the mode-aware check: their emulation is checked against the mode-aware reference
+// as every mode is, but they are not in modes_for's list, whose every mutation (a swapped rounding or u-source
+// included) must fail that check: at this resolution such a swap moves the state by less than the FP32 floor.
+std::vector<Mode> fine_modes_for(Arch a);
 
 }  // namespace replayssm::emu

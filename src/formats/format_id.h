@@ -9,19 +9,30 @@
 
 namespace replayssm::formats {
 
-enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4 };
-enum class Scaling : uint8_t { none, head, row, block };
+// New values are appended (the numeric values are stable); kAllFormats / kAllScalings give the listing order.
+enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16 };
+enum class Scaling : uint8_t { none, head, row, block, column, tile };
 enum class Rounding : uint8_t { rne, sr };
 
 inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,     FormatId::fp16,
                                            FormatId::fp8_e4m3, FormatId::fp8_e5m2, FormatId::int8,
-                                           FormatId::nvfp4,    FormatId::mxfp8,    FormatId::mxfp4};
-inline constexpr Scaling kAllScalings[] = {Scaling::none, Scaling::head, Scaling::row, Scaling::block};
+                                           FormatId::int16,    FormatId::nvfp4,    FormatId::mxfp8,
+                                           FormatId::mxfp4};
+// The number of values of each enum (the integer loops of device code; the static_asserts keep them in step).
+inline constexpr int kFormatIdCount = static_cast<int>(FormatId::int16) + 1;
+inline constexpr int kScalingCount = static_cast<int>(Scaling::tile) + 1;
+inline constexpr int kRoundingCount = static_cast<int>(Rounding::sr) + 1;
+static_assert(sizeof(kAllFormats) / sizeof(kAllFormats[0]) == kFormatIdCount, "kAllFormats lists every FormatId");
+inline constexpr Scaling kAllScalings[] = {Scaling::none, Scaling::head, Scaling::row, Scaling::block, Scaling::column,
+                                           Scaling::tile};
+static_assert(sizeof(kAllScalings) / sizeof(kAllScalings[0]) == kScalingCount, "kAllScalings lists every Scaling");
 
 // Valid (format, scaling) pairs:
 //   fp32, bf16, fp16        : none
-//   fp8_e4m3, fp8_e5m2      : none, head, row, block (block = 32 contiguous elements along K, FP32 scale)
-//   int8                    : head, row, block (a unit scale would round the state to integers)
+//   fp8_e4m3, fp8_e5m2      : none, head, row, block, column (block = 32 contiguous elements along K, FP32 scale;
+//                             column = one FP32 scale per state column k, over the V rows;
+//                             tile (e4m3 only) = one FP32 scale per 32-row tile, amax / 240: headroom below 448)
+//   int8, int16             : head, row, block, column (a unit scale would round the state to integers)
 //   nvfp4                   : block (16-element E4M3 block scales + one FP32 per-head amax)
 //   mxfp8, mxfp4            : block (32-element E8M0 block scales)
 REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
@@ -29,9 +40,10 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
     case FormatId::fp32:
     case FormatId::bf16:
     case FormatId::fp16: return s == Scaling::none;
-    case FormatId::fp8_e4m3:
-    case FormatId::fp8_e5m2: return true;
-    case FormatId::int8: return s != Scaling::none;
+    case FormatId::fp8_e4m3: return true;
+    case FormatId::fp8_e5m2: return s != Scaling::tile;
+    case FormatId::int8:
+    case FormatId::int16: return s != Scaling::none && s != Scaling::tile;
     case FormatId::nvfp4:
     case FormatId::mxfp8:
     case FormatId::mxfp4: return s == Scaling::block;
@@ -41,13 +53,14 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
 // Stochastic rounding is valid for every format but fp32 (which does not round).
 REPLAYSSM_HD constexpr bool rounding_valid(FormatId f, Rounding r) { return !(f == FormatId::fp32 && r == Rounding::sr); }
 
-// The scaling used when none is asked for: none for fp32/bf16/fp16, row for fp8/int8 (the vLLM/FlashInfer
+// The scaling used when none is asked for: none for fp32/bf16/fp16, row for fp8/int8/int16 (the vLLM/FlashInfer
 // state-cache choice), block for nvfp4/mx.
 REPLAYSSM_HD constexpr Scaling default_scaling(FormatId f) {
   switch (f) {
     case FormatId::fp8_e4m3:
     case FormatId::fp8_e5m2:
-    case FormatId::int8: return Scaling::row;
+    case FormatId::int8:
+    case FormatId::int16: return Scaling::row;
     case FormatId::nvfp4:
     case FormatId::mxfp8:
     case FormatId::mxfp4: return Scaling::block;
@@ -63,6 +76,7 @@ inline const char* format_name(FormatId f) {
     case FormatId::fp8_e4m3: return "fp8_e4m3";
     case FormatId::fp8_e5m2: return "fp8_e5m2";
     case FormatId::int8: return "int8";
+    case FormatId::int16: return "int16";
     case FormatId::nvfp4: return "nvfp4";
     case FormatId::mxfp8: return "mxfp8";
     case FormatId::mxfp4: return "mxfp4";
@@ -75,6 +89,8 @@ inline const char* scaling_name(Scaling s) {
     case Scaling::head: return "head";
     case Scaling::row: return "row";
     case Scaling::block: return "block";
+    case Scaling::column: return "column";
+    case Scaling::tile: return "tile";
   }
   return "?";
 }
@@ -91,11 +107,17 @@ inline FormatId parse_format(const std::string& name) {
     if (name == format_name(f)) return f;
   throw std::invalid_argument("unknown format '" + name + "' (expected one of: " + format_names() + ")");
 }
+inline std::string scaling_names() {
+  std::string out;
+  for (Scaling s : kAllScalings) out += (out.empty() ? "" : ", ") + std::string(scaling_name(s));
+  return out;
+}
 inline Scaling parse_scaling(const std::string& name) {
   for (Scaling s : kAllScalings)
     if (name == scaling_name(s)) return s;
-  throw std::invalid_argument("unknown scaling '" + name + "' (expected one of: none, head, row, block)");
+  throw std::invalid_argument("unknown scaling '" + name + "' (expected one of: " + scaling_names() + ")");
 }
+inline bool is_rounding_name(const std::string& name) { return name == "rne" || name == "sr"; }
 inline Rounding parse_rounding(const std::string& name) {
   if (name == "rne") return Rounding::rne;
   if (name == "sr") return Rounding::sr;

@@ -1,5 +1,5 @@
 #pragma once
-// Bit-exact element conversions float32 <-> {bf16, fp16, fp8 e4m3fn, fp8 e5m2, e2m1, int8, e8m0}.
+// Bit-exact element conversions float32 <-> {bf16, fp16, fp8 e4m3fn, fp8 e5m2, e2m1, int8, int16, e8m0}.
 // Round to nearest even (as CUDA's cvt.rn[.satfinite]) or stochastic rounding with 32 caller-supplied random bits.
 // All codes are sign-magnitude except int8 (two's complement). See src/formats/README.md for the NaN/Inf/-0 table.
 #include <cstdint>
@@ -217,27 +217,39 @@ REPLAYSSM_HD float e2m1_decode(uint8_t c) {
   return bits_to_float(sign | float_to_bits(detail::magnitude_value<1, 0>(c & 0x7u)));
 }
 
-// ---- INT8 symmetric: round(x) to nearest even integer (or SR), clamp to [-127, 127]; NaN -> 0 (as cvt.rni.sat.s8);
-// +-Inf -> +-127. -128 is never produced. ----
-inline constexpr float kInt8Max = 127.0f;
-REPLAYSSM_HD int8_t int8_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+namespace detail {
+// Symmetric integer of P magnitude bits: rint(x) to nearest even (or SR), clamped to [-(2^P - 1), 2^P - 1]; NaN -> 0;
+// +-Inf -> +-(2^P - 1). Integers are the grid of a format whose quantum is 1 in every binade below 2^P: MBITS = EMIN = P
+// (for |x| < 2^P the binade exponent is max(e_x, P) = P and the quantum is 2^(P-P) = 1).
+template <int P>
+REPLAYSSM_HD int symmetric_int_encode(float x, Rounding r, uint32_t rnd) {
+  constexpr uint32_t kTop = (1u << P) - 1u;
   const uint32_t b = float_to_bits(x);
   const bool neg = (b >> 31) != 0u;
   const uint32_t a = b & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return 0;
-  uint32_t t;
-  if (a >= 0x43000000u) {  // |x| >= 128 (and Inf)
-    t = 127u;
-  } else {
-    // integers are the grid of a format whose quantum is 1 in every binade up to 2^7: e.g. MBITS = 7, EMIN = 7
-    // (for |x| < 128 the binade exponent is max(e_x, 7) = 7 and the quantum is 2^(7-7) = 1).
-    t = detail::round_magnitude<7, 7>(a, r, rnd);
-    if (t > 127u) t = 127u;
-  }
+  uint32_t t = a >= (static_cast<uint32_t>(127 + P) << 23) ? kTop : round_magnitude<P, P>(a, r, rnd);  // |x| >= 2^P
+  if (t > kTop) t = kTop;
   const int v = static_cast<int>(t);
-  return static_cast<int8_t>(neg ? -v : v);
+  return neg ? -v : v;
+}
+}  // namespace detail
+
+// ---- INT8 symmetric: round(x) to nearest even integer (or SR), clamp to [-127, 127]; NaN -> 0 (as cvt.rni.sat.s8);
+// +-Inf -> +-127. -128 is never produced. ----
+inline constexpr float kInt8Max = 127.0f;
+REPLAYSSM_HD int8_t int8_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  return static_cast<int8_t>(detail::symmetric_int_encode<7>(x, r, rnd));
 }
 REPLAYSSM_HD float int8_decode(int8_t c) { return static_cast<float>(c); }
+
+// ---- INT16 symmetric: the same rule on [-32767, 32767]; NaN -> 0; +-Inf and |x| >= 32768 -> +-32767; -32768 is
+// never produced. ----
+inline constexpr float kInt16Max = 32767.0f;
+REPLAYSSM_HD int16_t int16_encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) {
+  return static_cast<int16_t>(detail::symmetric_int_encode<15>(x, r, rnd));
+}
+REPLAYSSM_HD float int16_decode(int16_t c) { return static_cast<float>(c); }
 
 // ---- E8M0 (OCP MX v1.0 scale): 2^(c - 127), c = 0..254; 0xFF = NaN; no sign, no zero. ----
 REPLAYSSM_HD float e8m0_decode(uint8_t c) {

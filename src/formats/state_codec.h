@@ -11,11 +11,12 @@
 //   encode_state(x, V, K, params, codes, scales); decode_state(codes, scales, V, K, params, out).
 //
 // Storage (src/formats/README.md has the full table):
-//   codes : row-major [V][K] elements, flat index i = v*K + k. 32/16-bit codes little-endian; 8-bit one byte;
-//           4-bit two per byte: element i in byte i/2, even i in the low nibble, odd i in the high nibble
+//   codes : row-major [V][K] elements, flat index i = v*K + k. 32/16-bit codes little-endian (int16 two's
+//           complement); 8-bit one byte; 4-bit two per byte: element i in byte i/2, even i in the low nibble, odd i in the high nibble
 //           (as __nv_fp4x2_storage_t).
 //   scales: raw bytes, little-endian:
-//           fp8/int8  head : float32[1];  row : float32[V];  block : float32[V][ceil(K/32)]  (decode scale)
+//           fp8/int8/int16  head : float32[1];  row : float32[V];  block : float32[V][ceil(K/32)];
+//                           column : float32[K]  (decode scale)
 //           nvfp4          : float32 head amax at bytes [0,4), then E4M3 block scales uint8[V][ceil(K/16)]
 //           mxfp8/mxfp4    : E8M0 block scales uint8[V][ceil(K/32)]
 // Blocks never cross a row; a row whose K is not a multiple of the block ends in a short block.
@@ -26,42 +27,16 @@
 #include <string>
 #include <utility>
 
+#include "formats/codec_common.h"
+#include "formats/codec_scaled.h"
 #include "formats/format_id.h"
 #include "formats/hd.h"
 #include "formats/minifloat.h"
-#include "formats/sr_hash.h"
 #include "formats/storage.h"
 
 namespace replayssm::formats {
 
-struct CodecParams {
-  Scaling scaling = Scaling::none;
-  Rounding rounding = Rounding::rne;
-  uint64_t seed = 0;
-  uint32_t head = 0;
-  uint32_t step = 0;
-};
-
-REPLAYSSM_HD uint32_t element_rand_bits(const CodecParams& p, int v, int k) {
-  return p.rounding == Rounding::sr
-             ? sr_bits(p.seed, p.head, static_cast<uint32_t>(v), static_cast<uint32_t>(k), p.step)
-             : 0u;
-}
-
-REPLAYSSM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-template <FormatId F>
-struct StateCodec;
-
 namespace detail {
-
-// Shared head-state code for the formats whose elements are packed codes (everything).
-template <class Derived, int kBitsT>
-struct PackedCodes {
-  static constexpr std::size_t code_bytes(int V, int K) {
-    return (static_cast<std::size_t>(V) * static_cast<std::size_t>(K) * kBitsT + 7) / 8;
-  }
-};
 
 // fp32, bf16, fp16: no scale.
 template <class Derived, class CodeT, int kBitsT>
@@ -92,113 +67,6 @@ struct UnscaledCodec : PackedCodes<Derived, kBitsT> {
                                         const CodecParams& /*p*/, float* out) {
     const std::size_t n = static_cast<std::size_t>(V) * K;
     for (std::size_t i = 0; i < n; ++i) out[i] = Derived::decode(static_cast<code_t>(load_code<kBits>(codes, i)));
-  }
-};
-
-// fp8_e4m3, fp8_e5m2, int8: FP32 decode scale per head / row / 32-block, or none (unit scale).
-// scale = amax / kMax (amax = max |x| over the group, NaN ignored), or 1 when amax == 0.
-// encode: code = encode(x * (1 / scale)); decode: decode(code) * scale.
-template <class Derived, class CodeT>
-struct FloatScaledCodec : PackedCodes<Derived, 8> {
-  using code_t = CodeT;
-  static constexpr int kBits = 8;
-  static constexpr int kBlock = 32;
-
-  // The range edges (the normal range is untouched: amax / kMax is a normal float and scale * kMax is finite):
-  // * a scale below FLT_MIN would have a reciprocal that overflows (1/scale = Inf: zeros encode to NaN, every other
-  //   element to +-kMax), or a subnormal one: it is raised to kMinScale = FLT_MIN (2^-126, exact reciprocal), so a
-  //   row with amax < kMax * FLT_MIN is stored on the grid of FLT_MIN (exact power-of-two scaling: fp8 keeps its
-  //   relative precision down to its own subnormals; int8 steps by FLT_MIN there);
-  // * where scale * kMax rounds past FLT_MAX (amax within a rounding of FLT_MAX) the largest code would decode to Inf:
-  //   the scale is taken one ulp lower, so the largest code decodes to a finite value and amax saturates to it.
-  // An Inf amax keeps an Inf scale (the group decodes to NaN: a blown-up state stays loud).
-  static constexpr float kMinScale = 1.17549435082228750797e-38f;  // FLT_MIN
-  REPLAYSSM_HD static float scale_from_amax(float amax) {
-    if (amax == 0.0f) return 1.0f;
-    const float s = div_rn(amax, Derived::kMax);
-    if (s < kMinScale) return kMinScale;
-    if (is_inf(mul_rn(s, Derived::kMax)) && !is_inf(s)) return next_below(s);
-    return s;
-  }
-  REPLAYSSM_HD static constexpr int num_scales(int V, int K, Scaling s) {
-    return s == Scaling::head ? 1 : s == Scaling::row ? V : s == Scaling::block ? V * ceil_div(K, kBlock) : 0;
-  }
-  // Index of the scale of element (v, k) in the float32 scale array (Scaling::none has no scale: 0, unused).
-  REPLAYSSM_HD static constexpr int scale_index(int v, int k, int K, Scaling s) {
-    return s == Scaling::row ? v : s == Scaling::block ? v * ceil_div(K, kBlock) + k / kBlock : 0;
-  }
-  static constexpr std::size_t scale_bytes(int V, int K, Scaling s) {
-    return 4u * static_cast<std::size_t>(num_scales(V, K, s));
-  }
-  static constexpr std::size_t bytes_per_state(int V, int K, Scaling s) {
-    return PackedCodes<Derived, 8>::code_bytes(V, K) + scale_bytes(V, K, s);
-  }
-
-  // One scale group: elements [k0, k1) of row v (a head group is every row, [0, K)). amax is order-free (NaN ignored);
-  // the reciprocal of the group's scale is formed once per group (the same value as forming it per element).
-  REPLAYSSM_HD static float group_amax(const float* row, int k0, int k1, float m) {
-    return amax_ignore_nan_n(row + k0, k1 - k0, m);
-  }
-  REPLAYSSM_HD static void encode_group(const float* row, int v, int k0, int k1, int K, float inv, bool scaled,
-                                        const CodecParams& p, uint8_t* codes) {
-    uint8_t* out = codes + static_cast<std::size_t>(v) * K;
-    if (p.rounding == Rounding::rne) {
-      if (scaled)
-        for (int k = k0; k < k1; ++k) out[k] = static_cast<uint8_t>(Derived::encode(mul_rn(row[k], inv), Rounding::rne, 0u));
-      else
-        for (int k = k0; k < k1; ++k) out[k] = static_cast<uint8_t>(Derived::encode(row[k], Rounding::rne, 0u));
-      return;
-    }
-    for (int k = k0; k < k1; ++k)
-      out[k] = static_cast<uint8_t>(Derived::encode(scaled ? mul_rn(row[k], inv) : row[k], p.rounding,
-                                                    element_rand_bits(p, v, k)));
-  }
-
-  REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
-                                        uint8_t* scales) {
-    const Scaling s = p.scaling;
-    if (s == Scaling::none) {
-      for (int v = 0; v < V; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, 1.0f, false, p, codes);
-      return;
-    }
-    if (s == Scaling::head) {
-      float m = 0.0f;
-      for (int v = 0; v < V; ++v) m = group_amax(x + static_cast<std::size_t>(v) * K, 0, K, m);
-      const float sc = scale_from_amax(m);
-      store_f32(scales, sc);
-      const float inv = div_rn(1.0f, sc);
-      for (int v = 0; v < V; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, inv, true, p, codes);
-      return;
-    }
-    // row: one group per row; block: kBlock-wide groups along K (a short last block when K % kBlock != 0)
-    const int width = s == Scaling::row ? K : kBlock;
-    for (int v = 0; v < V; ++v) {
-      const float* row = x + static_cast<std::size_t>(v) * K;
-      for (int k0 = 0; k0 < K; k0 += width) {
-        const int k1 = k0 + width < K ? k0 + width : K;
-        const float sc = scale_from_amax(group_amax(row, k0, k1, 0.0f));
-        store_f32(scales + 4 * scale_index(v, k0, K, s), sc);
-        encode_group(row, v, k0, k1, K, div_rn(1.0f, sc), true, p, codes);
-      }
-    }
-  }
-  REPLAYSSM_HD static void decode_state(const uint8_t* codes, const uint8_t* scales, int V, int K,
-                                        const CodecParams& p, float* out) {
-    const Scaling s = p.scaling;
-    const int width = s == Scaling::block ? kBlock : K;
-    for (int v = 0; v < V; ++v) {
-      const uint8_t* c = codes + static_cast<std::size_t>(v) * K;
-      float* o = out + static_cast<std::size_t>(v) * K;
-      for (int k0 = 0; k0 < K; k0 += width) {
-        const int k1 = k0 + width < K ? k0 + width : K;
-        if (s == Scaling::none) {
-          for (int k = k0; k < k1; ++k) o[k] = Derived::decode(static_cast<code_t>(c[k]));
-        } else {
-          const float sc = load_f32(scales + 4 * scale_index(v, k0, K, s));
-          for (int k = k0; k < k1; ++k) o[k] = mul_rn(Derived::decode(static_cast<code_t>(c[k])), sc);
-        }
-      }
-    }
   }
 };
 
@@ -307,6 +175,14 @@ struct StateCodec<FormatId::int8> : detail::FloatScaledCodec<StateCodec<FormatId
   static constexpr float kMax = kInt8Max;
   REPLAYSSM_HD static code_t encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) { return int8_encode(x, r, rnd); }
   REPLAYSSM_HD static float decode(code_t c) { return int8_decode(c); }
+};
+
+template <>
+struct StateCodec<FormatId::int16> : detail::FloatScaledCodec<StateCodec<FormatId::int16>, int16_t, 16> {
+  static constexpr FormatId kFormat = FormatId::int16;
+  static constexpr float kMax = kInt16Max;
+  REPLAYSSM_HD static code_t encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) { return int16_encode(x, r, rnd); }
+  REPLAYSSM_HD static float decode(code_t c) { return int16_decode(c); }
 };
 
 template <>
@@ -493,6 +369,7 @@ decltype(auto) dispatch_format(FormatId id, Fn&& f) {
     case FormatId::fp8_e4m3: return std::forward<Fn>(f)(StateCodec<FormatId::fp8_e4m3>{});
     case FormatId::fp8_e5m2: return std::forward<Fn>(f)(StateCodec<FormatId::fp8_e5m2>{});
     case FormatId::int8: return std::forward<Fn>(f)(StateCodec<FormatId::int8>{});
+    case FormatId::int16: return std::forward<Fn>(f)(StateCodec<FormatId::int16>{});
     case FormatId::nvfp4: return std::forward<Fn>(f)(StateCodec<FormatId::nvfp4>{});
     case FormatId::mxfp8: return std::forward<Fn>(f)(StateCodec<FormatId::mxfp8>{});
     case FormatId::mxfp4: return std::forward<Fn>(f)(StateCodec<FormatId::mxfp4>{});

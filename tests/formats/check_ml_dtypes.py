@@ -9,7 +9,7 @@ Documented semantics that differ from a plain ml_dtypes cast (and are checked as
   * fp8/fp4 encodes are satfinite (CUDA __NV_SATFINITE): the oracle clips to +-max before the cast.
   * NaN -> 0x7F for e4m3/e5m2 and 0x7FFF for bf16/fp16 (CUDA's canonical NaN; ml_dtypes keeps the sign).
   * e2m1 has no NaN: CUDA (and we) map NaN to +6 (0x7).
-  * int8: rint (half to even) of x, clamped to [-127, 127]; NaN -> 0.
+  * int8: rint (half to even) of x, clamped to [-127, 127]; NaN -> 0. int16: the same on [-32767, 32767].
   * MX scale: E8M0 code = clamp(floor(log2(amax)) - emax + 127, 0, 254); NaN/Inf amax -> 0xFF.
 """
 import subprocess
@@ -100,9 +100,10 @@ def main():
             "bf16": cast_bits(ml_dtypes.bfloat16, np.uint16, xs),
             "fp16": cast_bits(np.float16, np.uint16, xs),
             "int8": np.clip(np.rint(np.where(isnan, 0, xs).astype(np.float64)), -127, 127).astype(np.int64),
+            "int16": np.clip(np.rint(np.where(isnan, 0, xs).astype(np.float64)), -32767, 32767).astype(np.int64),
         }
-    nan_code = {"e4m3": 0x7F, "e5m2": 0x7F, "e2m1": 0x7, "bf16": 0x7FFF, "fp16": 0x7FFF, "int8": 0}
-    for col, name in enumerate(["e4m3", "e5m2", "e2m1", "bf16", "fp16", "int8"], start=1):
+    nan_code = {"e4m3": 0x7F, "e5m2": 0x7F, "e2m1": 0x7, "bf16": 0x7FFF, "fp16": 0x7FFF, "int8": 0, "int16": 0}
+    for col, name in enumerate(["e4m3", "e5m2", "e2m1", "bf16", "fp16", "int8", "int16"], start=1):
         ours = arr[:, col]
         want = np.where(isnan, nan_code[name], expect[name])
         bad = np.nonzero(ours != want)[0]

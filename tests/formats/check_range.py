@@ -26,10 +26,11 @@ except ImportError as e:
 
 F32 = np.float32
 FLT_MIN = F32(np.finfo(np.float32).tiny)
-KMAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0}
+KMAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0, "int16": 32767.0}
+INT = {"int8": np.int8, "int16": np.int16}
 ELEM = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
 # Relative error of one RNE code step at the top of a group (half the spacing near kMax, relative to the group amax).
-REL = {"fp8_e4m3": 2.0 ** -4, "fp8_e5m2": 2.0 ** -3, "int8": 0.5 / 127, "nvfp4": 0.3, "mxfp8": 0.14, "mxfp4": 0.3}
+REL = {"fp8_e4m3": 2.0 ** -4, "fp8_e5m2": 2.0 ** -3, "int8": 0.5 / 127, "int16": 0.5 / 32767, "nvfp4": 0.3, "mxfp8": 0.14, "mxfp4": 0.3}
 BLOCK = {"nvfp4": 16, "mxfp8": 32, "mxfp4": 32}
 
 
@@ -39,6 +40,10 @@ def groups(scaling, V, K, block=32):
         return [np.s_[:, :]]
     if scaling == "row":
         return [np.s_[v, :] for v in range(V)]
+    if scaling == "column":
+        return [np.s_[:, k] for k in range(K)]
+    if scaling == "tile":
+        return [np.s_[v0:v0 + 32, :] for v0 in range(0, V, 32)]
     return [np.s_[v, k0:min(k0 + block, K)] for v in range(V) for k0 in range(0, K, block)]
 
 
@@ -59,8 +64,8 @@ def oracle_decode(fmt, x, s):
         xs = x * (F32(1) / s)
     kmax = F32(KMAX[fmt])
     xs = np.clip(xs, -kmax, kmax)
-    if fmt == "int8":
-        return (np.rint(xs).astype(np.int8).astype(F32) * s).astype(F32)  # integer codes: no -0
+    if fmt in INT:
+        return (np.rint(xs).astype(INT[fmt]).astype(F32) * s).astype(F32)  # integer codes: no -0
     return (xs.astype(ELEM[fmt]).astype(F32) * s).astype(F32)
 
 
@@ -130,9 +135,10 @@ def check_state(fmt, scaling, rounding, V, K, x, y, sbytes):
         for g in groups(scaling, V, K):
             amax = float(np.max(np.abs(xd[g])))
             # unscaled fp8 (none): scale 1, values past kMax saturate to it
-            s = 1.0 if scaling == "none" else max(amax / KMAX[fmt], float(FLT_MIN))
+            qmax = 240.0 if scaling == "tile" else KMAX[fmt]  # tile: SGLang's headroom, amax / 240
+            s = 1.0 if scaling == "none" else max(amax / qmax, float(FLT_MIN))
             floor = s * (2.0 ** -9 if fmt == "fp8_e4m3" else 2.0 ** -16 if fmt == "fp8_e5m2" else 0.5)
-            rel = REL[fmt] * amax if fmt == "int8" else REL[fmt] * np.abs(xd[g])
+            rel = REL[fmt] * amax if fmt in INT else REL[fmt] * np.abs(xd[g])
             bound = sr * (rel + floor * (1 + 2.0 ** -20)) + amax * 2.0 ** -22
             if scaling == "none":
                 bound = bound + np.maximum(np.abs(xd[g]) - KMAX[fmt], 0.0)
@@ -141,7 +147,7 @@ def check_state(fmt, scaling, rounding, V, K, x, y, sbytes):
                 errs.append(f"group {g}: |y - x| = {err[g].flat[i]:.3e} > bound {np.broadcast_to(bound, err[g].shape).flat[i]:.3e}"
                             f" (x = {xd[g].flat[i]:.4e}, y = {yd[g].flat[i]:.4e})")
             if rounding == "rne":
-                want = oracle_decode(fmt, x[g], F32(1) if scaling == "none" else oracle_scale(np.max(np.abs(x[g])), KMAX[fmt]))
+                want = oracle_decode(fmt, x[g], F32(1) if scaling == "none" else oracle_scale(np.max(np.abs(x[g])), qmax))
                 if not np.array_equal(want.view(np.uint32), y[g].view(np.uint32)):
                     j = int(np.argmax(want.view(np.uint32) != y[g].view(np.uint32)))
                     errs.append(f"group {g}: oracle {want.flat[j]!r} != ours {y[g].flat[j]!r} (x = {x[g].flat[j]!r})")

@@ -1,6 +1,6 @@
 // Dumps what src/formats computes, for tests/formats/check_ml_dtypes.py to recompute with ml_dtypes / numpy:
 //   decode <fmt> <code> <float32 bits>           for every code of e4m3, e5m2, e2m1, e8m0, bf16, fp16, int8
-//   encode <float32 bits> <e4m3> <e5m2> <e2m1> <bf16> <fp16> <int8>   for a fixed set of tricky floats
+//   encode <float32 bits> <e4m3> <e5m2> <e2m1> <bf16> <fp16> <int8> <int16>   for a fixed set of tricky floats
 //   mxscale <float32 bits> <e8m0 code for emax 8> <e8m0 code for emax 2>
 // Tricky floats: every code value of each format, every midpoint between neighbours and the floats either side,
 // signed zeros, float subnormals, the limits, Inf, NaN and a fixed pseudo-random set. Output goes to stdout.
@@ -60,6 +60,11 @@ int main() {
   for (uint32_t c = 0; c < 0x7C00; c += (c < 0x0800 || c > 0x7800) ? 1 : 7)
     add_neighbourhood(xs, fp16_decode(static_cast<uint16_t>(c)), fp16_decode(static_cast<uint16_t>(c + 1)));
   for (int i = -130; i <= 130; ++i) add_neighbourhood(xs, static_cast<float>(i), static_cast<float>(i + 1));
+  for (int i = 32760; i <= 32770; ++i) {  // int16's top, both signs, and a few integers between
+    add_neighbourhood(xs, static_cast<float>(i), static_cast<float>(i + 1));
+    add_neighbourhood(xs, static_cast<float>(-i - 1), static_cast<float>(-i));
+    add_neighbourhood(xs, static_cast<float>(i - 16384), static_cast<float>(i - 16383));
+  }
   const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
                             std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
@@ -77,8 +82,8 @@ int main() {
     xs.push_back(ud(rng) * std::exp2(-static_cast<float>(i % 40)));
   }
   for (float x : xs)
-    std::printf("encode %08x %u %u %u %u %u %d\n", fb(x), e4m3_encode(x), e5m2_encode(x), e2m1_encode(x), bf16_encode(x),
-                fp16_encode(x), int8_encode(x));
+    std::printf("encode %08x %u %u %u %u %u %d %d\n", fb(x), e4m3_encode(x), e5m2_encode(x), e2m1_encode(x),
+                bf16_encode(x), fp16_encode(x), int8_encode(x), int16_encode(x));
   for (float x : xs) {
     const float a = std::fabs(x);
     std::printf("mxscale %08x %u %u\n", fb(a), e8m0_from_amax(a, 8), e8m0_from_amax(a, 2));

@@ -10,6 +10,7 @@
 // Every SR-capable format is run through its head-state codec (the path of the emulation and the kernels), unscaled
 // where the format allows it (so that the oracle can place x on the format's own grid) and scaled as the sweep
 // stores it. K = 160 crosses NVFP4's 128-element encode chunk, so the column index of the second chunk is covered.
+// The column- and tile-scaled codecs run on [64][8] states (each column scale shared by 64 rows; two 32-row tiles).
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -138,5 +139,15 @@ int main() {
   };
   for (const Config& c : configs)
     dispatch_format(c.format, [&](auto codec) { run<decltype(codec)>(c, V, K, steps, rng); });
+  // Column scales: 64 rows share each column's scale (one maximum in 64 sits on the top code).
+  const int Vc = 64, Kc = 8;
+  const Config column_configs[] = {
+      {"e4m3_column", FormatId::fp8_e4m3, Scaling::column, 1e-3, 10.0, 0xABCDEF12ULL, 5, 77},
+      {"int8_column", FormatId::int8, Scaling::column, 1e-2, 3.0, 3, 0xFFFFFFFFu, 0xFFFFFF00u},
+      {"int16_column", FormatId::int16, Scaling::column, 1e-4, 3.0, 0x0123456789ABCDEFULL, 12, 9},
+      {"e4m3_tile", FormatId::fp8_e4m3, Scaling::tile, 1e-3, 10.0, 0x7117E, 2, 5},
+  };
+  for (const Config& c : column_configs)
+    dispatch_format(c.format, [&](auto codec) { run<decltype(codec)>(c, Vc, Kc, steps, rng); });
   return 0;
 }

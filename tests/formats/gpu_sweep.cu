@@ -75,6 +75,7 @@ __global__ void state_kernel(const float* x, int H, int V, int K, uint8_t* codes
     case FormatId::fp8_e4m3: run_one<FormatId::fp8_e4m3>(xh, V, K, p, c, s, o); break;
     case FormatId::fp8_e5m2: run_one<FormatId::fp8_e5m2>(xh, V, K, p, c, s, o); break;
     case FormatId::int8: run_one<FormatId::int8>(xh, V, K, p, c, s, o); break;
+    case FormatId::int16: run_one<FormatId::int16>(xh, V, K, p, c, s, o); break;
     case FormatId::nvfp4: run_one<FormatId::nvfp4>(xh, V, K, p, c, s, o); break;
     case FormatId::mxfp8: run_one<FormatId::mxfp8>(xh, V, K, p, c, s, o); break;
     case FormatId::mxfp4: run_one<FormatId::mxfp4>(xh, V, K, p, c, s, o); break;

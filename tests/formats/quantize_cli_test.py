@@ -106,6 +106,31 @@ def main():
     check(np.array_equal((codes.astype(np.float32) * sc[:, :, None]).reshape(x4.shape), f["/dequantized"][...]),
           "int8: codes*scale != dequantized")
 
+    # ---- int16 / int8 / fp8 with per-column FP32 scales: scale[h, k] = amax over the rows / kMax
+    for fmt, kmax, ct in (("int16", 32767, "<i2"), ("int8", 127, np.int8), ("fp8_e4m3", 448, None)):
+        f = quantize(fmt, "/layers/0/state", "--scaling", "column", name=fmt + "_column")
+        if f is None:
+            continue
+        sc = f["/scales"][...].view("<f4")  # [6, 64]
+        amax = np.abs(x4).reshape(6, 4, 64).max(axis=1)
+        check(np.array_equal(sc, np.where(amax == 0, np.float32(1), (amax / np.float32(kmax)).astype(np.float32))),
+              f"{fmt} column scales != amax/{kmax}")
+        raw = f["/codes"][...]
+        vals = e4m3_value(raw.reshape(6, 4, 64)) if ct is None else raw.view(ct).reshape(6, 4, 64).astype(np.float32)
+        check(np.array_equal((vals * sc[:, None, :]).reshape(x4.shape), f["/dequantized"][...]),
+              f"{fmt} column: codes*scale != dequantized")
+
+    # ---- fp8 e4m3 with per-32-row-tile scales and headroom: scale = tile amax / 240 (4 rows: one tile per head)
+    f = quantize("fp8_e4m3", "/layers/0/state", "--scaling", "tile", name="fp8_tile")
+    if f is not None:
+        sc = f["/scales"][...].view("<f4")  # [6, 1]
+        amax = np.abs(x4).reshape(6, 4 * 64).max(axis=1)
+        check(np.array_equal(sc[:, 0], (amax / np.float32(240)).astype(np.float32)), "fp8 tile scales != amax/240")
+        codes = f["/codes"][...].reshape(6, 4, 64)
+        check(np.abs(e4m3_value(codes)).max() <= 240, "fp8 tile: codes above 240")
+        check(np.array_equal((e4m3_value(codes) * sc[:, :, None]).reshape(x4.shape), f["/dequantized"][...]),
+              "fp8 tile: codes*scale != dequantized")
+
     # ---- nvfp4: float32 head amax + E4M3 per 16, nibbles low = even element (TE dequantize formula)
     for ds, shape in (("/layers/0/state", x4.shape), ("/flat", x2.shape)):
         f = quantize("nvfp4", ds, name="nvfp4_" + ds.strip("/").replace("/", "_"))

@@ -8,9 +8,9 @@ namespace replayssm::formats {
 REPLAYSSM_HD bool combo_at(int idx, FormatId& f, Scaling& s, Rounding& r) {
   int n = 0;
   // integer loops: the kAll* arrays are host variables
-  for (int fi = 0; fi <= static_cast<int>(FormatId::mxfp4); ++fi)
-    for (int si = 0; si <= static_cast<int>(Scaling::block); ++si)
-      for (int ri = 0; ri <= static_cast<int>(Rounding::sr); ++ri) {
+  for (int fi = 0; fi < kFormatIdCount; ++fi)
+    for (int si = 0; si < kScalingCount; ++si)
+      for (int ri = 0; ri < kRoundingCount; ++ri) {
         const auto ff = static_cast<FormatId>(fi);
         const auto ss = static_cast<Scaling>(si);
         const auto rr = static_cast<Rounding>(ri);

@@ -728,7 +728,7 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
                 const double ax = std::fabs(xi);
                 double scale = 1;  // the group's decode scale
                 if constexpr (C::kFormat == FormatId::fp8_e4m3 || C::kFormat == FormatId::fp8_e5m2 ||
-                              C::kFormat == FormatId::int8) {
+                              C::kFormat == FormatId::int8 || C::kFormat == FormatId::int16) {
                   if (sc != Scaling::none) scale = load_f32(&scales[4 * C::scale_index(v, k, K, sc)]);
                 }
                 if constexpr (C::kFormat == FormatId::mxfp8 || C::kFormat == FormatId::mxfp4) {
@@ -747,7 +747,8 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
                   case FormatId::fp8_e5m2:
                     bound = std::max(ax * kE5M2Eps, scale * kE5M2SubHalfQuantum) * step + ax * kFloatSlack;
                     break;
-                  case FormatId::int8: bound = 0.5 * scale * step + ax * kFloatSlack; break;
+                  case FormatId::int8:
+                  case FormatId::int16: bound = 0.5 * scale * step + ax * kFloatSlack; break;
                   case FormatId::mxfp4:
                     bound = std::max(ax * kE2M1Eps, scale * kE2M1SubHalfQuantum) * step +
                             std::max(0.0, ax - 6 * scale) + ax * kFloatSlack;
@@ -778,6 +779,17 @@ TEST_CASE("bytes per state", "[formats][state]") {
   CHECK(bytes_per_state(FormatId::nvfp4, V, K, Scaling::block) == 8192 + 4 + 1024);
   CHECK(bytes_per_state(FormatId::mxfp8, V, K, Scaling::block) == 16384 + 512);
   CHECK(bytes_per_state(FormatId::mxfp4, V, K, Scaling::block) == 8192 + 512);
+  CHECK(bytes_per_state(FormatId::int8, V, K, Scaling::column) == 16384 + 128 * 4);
+  CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::column) == 16384 + 128 * 4);
+  CHECK(bytes_per_state(FormatId::int16, V, K, Scaling::column) == 32768 + 128 * 4);
+  CHECK(bytes_per_state(FormatId::int16, V, K, Scaling::row) == 32768 + 128 * 4);
+  CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::tile) == 16384 + 4 * 4);
+  CHECK(StateCodec<FormatId::fp8_e4m3>::bytes_per_state(33, 8, Scaling::tile) == 264 + 2 * 4);  // a short last tile
+  CHECK_THROWS_AS(bytes_per_state(FormatId::int8, V, K, Scaling::tile), std::invalid_argument);
+  CHECK_THROWS_AS(bytes_per_state(FormatId::fp8_e5m2, V, K, Scaling::tile), std::invalid_argument);
+  CHECK(StateCodec<FormatId::int8>::bytes_per_state(3, 40, Scaling::column) == 120 + 40 * 4);  // one per column
+  CHECK_THROWS_AS(bytes_per_state(FormatId::int16, V, K, Scaling::none), std::invalid_argument);
+  CHECK_THROWS_AS(bytes_per_state(FormatId::bf16, V, K, Scaling::column), std::invalid_argument);
   CHECK(StateCodec<FormatId::mxfp4>::bytes_per_state(3, 40, Scaling::block) == 60 + 6);  // short last block
   CHECK_THROWS_AS(bytes_per_state(FormatId::nvfp4, V, K, Scaling::row), std::invalid_argument);
 }
@@ -812,7 +824,8 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
     FAIL("no throw");
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()) ==
-          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4)");
+          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, "
+          "mxfp4)");
   }
   CHECK_THROWS_AS(parse_scaling("tensor"), std::invalid_argument);
   CHECK_THROWS_AS(parse_rounding("rtz"), std::invalid_argument);
@@ -828,10 +841,19 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
   CHECK(parse_format_spec("fp8_e4m3").scaling == Scaling::row);
   CHECK(parse_format_spec("mxfp4").scaling == Scaling::block);
   CHECK(parse_format_spec("fp8_e5m2", "none", "sr").rounding == Rounding::sr);
+  CHECK(parse_format_spec("int16").scaling == Scaling::row);
+  CHECK(parse_format_spec("int8", "column", "sr").scaling == Scaling::column);
+  try {
+    parse_scaling("tensor");
+    FAIL("no throw");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) == "unknown scaling 'tensor' (expected one of: none, head, row, block, column, tile)");
+  }
   int n = 0;
   for (FormatId f : kAllFormats)
     n += dispatch_format(f, [&](auto c) { return decltype(c)::kFormat == f ? 1 : 0; });
-  CHECK(n == 9);
+  CHECK(n == kFormatIdCount);
+  CHECK(n == 10);
 }
 
 TEST_CASE("TE's S_dec = (float)(1.0 / (double)S_enc) equals the float division used here", "[formats][nvfp4]") {

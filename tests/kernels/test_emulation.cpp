@@ -25,7 +25,7 @@ struct Worst {
   int n = 0, fails = 0;
 };
 
-void check_all(Arch arch, bool main_formats, bool full_cases) {
+void check_all(Arch arch, const std::vector<Mode>& modes, bool full_cases) {
   const Shape s = shapes_for("small", arch).at(0);
   auto cases = cases_for(16, 8, full_cases, 200);
   if (full_cases) {  // early flushes in a verify and in a step op (B = 2)
@@ -38,7 +38,7 @@ void check_all(Arch arch, bool main_formats, bool full_cases) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const CaseInputs in = make_inputs(s, cases[i], 99 + i);
     const CaseOutputs fp64 = run_reference(in);
-    for (const Mode& m : modes_for(arch, main_formats)) {
+    for (const Mode& m : modes) {
       const ModeAwareRun run = run_mode_aware(*be, m, cases[i], in);
       const CheckRow r = check_vs_mode_aware(m, cases[i], in, run, &fp64);
       INFO(r.kernel << " " << r.mode << " " << r.case_name << "\n out: " << r.out.summary()
@@ -72,16 +72,23 @@ void check_all(Arch arch, bool main_formats, bool full_cases) {
 }  // namespace
 
 TEST_CASE("GDN emulation vs the mode-aware reference, main formats, every awkward case", "[kernels]") {
-  check_all(Arch::gdn, true, true);
+  check_all(Arch::gdn, modes_for(Arch::gdn, true), true);
 }
 TEST_CASE("Mamba-2 emulation vs the mode-aware reference, main formats, every awkward case", "[kernels]") {
-  check_all(Arch::mamba2, true, true);
+  check_all(Arch::mamba2, modes_for(Arch::mamba2, true), true);
 }
 TEST_CASE("GDN emulation vs the mode-aware reference, every format, quick cases", "[kernels]") {
-  check_all(Arch::gdn, false, false);
+  check_all(Arch::gdn, modes_for(Arch::gdn, false), false);
 }
 TEST_CASE("Mamba-2 emulation vs the mode-aware reference, every format, quick cases", "[kernels]") {
-  check_all(Arch::mamba2, false, false);
+  check_all(Arch::mamba2, modes_for(Arch::mamba2, false), false);
+}
+TEST_CASE("emulation vs the mode-aware reference, the ~2^-16 formats (fine_modes_for), quick cases", "[kernels]") {
+  for (Arch a : {Arch::gdn, Arch::mamba2}) {
+    const std::vector<Mode> modes = fine_modes_for(a);
+    CHECK(!modes.empty());
+    check_all(a, modes, false);
+  }
 }
 
 TEST_CASE("FP32 modes are tight: every policy within the FP32 floor", "[kernels]") {

@@ -104,8 +104,7 @@ TEST_CASE("fast paths: vectorised amax == sequential amax_ignore_nan", "[formats
 TEST_CASE("fast paths: emulation head codecs == StateCodec", "[formats]") {
   std::mt19937 g(4);
   using formats::FormatId;
-  for (FormatId f : {FormatId::fp32, FormatId::bf16, FormatId::fp16, FormatId::fp8_e4m3, FormatId::fp8_e5m2,
-                     FormatId::int8, FormatId::nvfp4, FormatId::mxfp8, FormatId::mxfp4})
+  for (FormatId f : formats::kAllFormats)
     for (formats::Scaling s : formats::kAllScalings)
       for (formats::Rounding r : {formats::Rounding::rne, formats::Rounding::sr}) {
         if (!formats::scaling_valid(f, s) || !formats::rounding_valid(f, r)) continue;

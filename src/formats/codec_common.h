@@ -1,0 +1,43 @@
+#pragma once
+// What every StateCodec shares: the codec parameters, the random bits of an element for stochastic rounding, and the
+// packed-code size. See state_codec.h for the codecs and src/formats/README.md for the layouts.
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/format_id.h"
+#include "formats/hd.h"
+#include "formats/sr_hash.h"
+
+namespace replayssm::formats {
+
+struct CodecParams {
+  Scaling scaling = Scaling::none;
+  Rounding rounding = Rounding::rne;
+  uint64_t seed = 0;
+  uint32_t head = 0;
+  uint32_t step = 0;
+};
+
+REPLAYSSM_HD uint32_t element_rand_bits(const CodecParams& p, int v, int k) {
+  return p.rounding == Rounding::sr
+             ? sr_bits(p.seed, p.head, static_cast<uint32_t>(v), static_cast<uint32_t>(k), p.step)
+             : 0u;
+}
+
+REPLAYSSM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+template <FormatId F>
+struct StateCodec;
+
+namespace detail {
+
+// Shared head-state code for the formats whose elements are packed codes (everything).
+template <class Derived, int kBitsT>
+struct PackedCodes {
+  static constexpr std::size_t code_bytes(int V, int K) {
+    return (static_cast<std::size_t>(V) * static_cast<std::size_t>(K) * kBitsT + 7) / 8;
+  }
+};
+
+}  // namespace detail
+}  // namespace replayssm::formats
