@@ -108,7 +108,7 @@ inline Tolerance tolerance_vs_fp64(const Mode& m, int V, int K, long n_tokens, d
   if (m.format != formats::FormatId::fp32) {
     const double n_q = stores_in_memory(m, T_eff);
     double lp = kLpCoeff * unit_roundoff(m.format) * group_factor(m, V, K) * std::sqrt(n_q);
-    if (m.rounding == formats::Rounding::sr) lp *= kSrFactor;
+    if (m.rounding != formats::Rounding::rne) lp *= kSrFactor;
     rel += std::min(lp, kLpCap);
   }
   return Tolerance{kMaxAbsFactor * rel, rel, 0.0};

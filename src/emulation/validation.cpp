@@ -406,6 +406,8 @@ std::vector<Mode> modes_for(Arch a, bool main_only) {
     fs.push_back({FormatId::fp8_e4m3, Scaling::head, Rounding::rne});
     fs.push_back({FormatId::fp8_e4m3, Scaling::block, Rounding::rne});
     fs.push_back({FormatId::fp8_e4m3, Scaling::row, Rounding::sr});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::row, Rounding::philox});
+    fs.push_back({FormatId::bf16, Scaling::none, Rounding::philox});
     fs.push_back({FormatId::fp8_e5m2, Scaling::row, Rounding::rne});
     fs.push_back({FormatId::int8, Scaling::row, Rounding::rne});
     fs.push_back({FormatId::int8, Scaling::head, Rounding::rne});

@@ -12,7 +12,7 @@ namespace replayssm::formats {
 // New values are appended (the numeric values are stable); kAllFormats / kAllScalings give the listing order.
 enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16 };
 enum class Scaling : uint8_t { none, head, row, block, column, tile };
-enum class Rounding : uint8_t { rne, sr };
+enum class Rounding : uint8_t { rne, sr, philox };
 
 inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,     FormatId::fp16,
                                            FormatId::fp8_e4m3, FormatId::fp8_e5m2, FormatId::int8,
@@ -21,7 +21,7 @@ inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,  
 // The number of values of each enum (the integer loops of device code; the static_asserts keep them in step).
 inline constexpr int kFormatIdCount = static_cast<int>(FormatId::int16) + 1;
 inline constexpr int kScalingCount = static_cast<int>(Scaling::tile) + 1;
-inline constexpr int kRoundingCount = static_cast<int>(Rounding::sr) + 1;
+inline constexpr int kRoundingCount = static_cast<int>(Rounding::philox) + 1;
 static_assert(sizeof(kAllFormats) / sizeof(kAllFormats[0]) == kFormatIdCount, "kAllFormats lists every FormatId");
 inline constexpr Scaling kAllScalings[] = {Scaling::none, Scaling::head, Scaling::row, Scaling::block, Scaling::column,
                                            Scaling::tile};
@@ -50,8 +50,10 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
   }
   return false;
 }
-// Stochastic rounding is valid for every format but fp32 (which does not round).
-REPLAYSSM_HD constexpr bool rounding_valid(FormatId f, Rounding r) { return !(f == FormatId::fp32 && r == Rounding::sr); }
+// Stochastic rounding (sr: the counter hash; philox: Philox-4x32 bits) is valid for every format but fp32 (which does
+// not round).
+REPLAYSSM_HD constexpr bool rounding_valid(FormatId f, Rounding r) { return !(f == FormatId::fp32 && r != Rounding::rne); }
+REPLAYSSM_HD constexpr bool is_stochastic(Rounding r) { return r != Rounding::rne; }
 
 // The scaling used when none is asked for: none for fp32/bf16/fp16, row for fp8/int8/int16 (the vLLM/FlashInfer
 // state-cache choice), block for nvfp4/mx.
@@ -94,7 +96,9 @@ inline const char* scaling_name(Scaling s) {
   }
   return "?";
 }
-inline const char* rounding_name(Rounding r) { return r == Rounding::sr ? "sr" : "rne"; }
+inline const char* rounding_name(Rounding r) {
+  return r == Rounding::sr ? "sr" : r == Rounding::philox ? "philox" : "rne";
+}
 
 inline std::string format_names() {
   std::string out;
@@ -117,11 +121,12 @@ inline Scaling parse_scaling(const std::string& name) {
     if (name == scaling_name(s)) return s;
   throw std::invalid_argument("unknown scaling '" + name + "' (expected one of: " + scaling_names() + ")");
 }
-inline bool is_rounding_name(const std::string& name) { return name == "rne" || name == "sr"; }
+inline bool is_rounding_name(const std::string& name) { return name == "rne" || name == "sr" || name == "philox"; }
 inline Rounding parse_rounding(const std::string& name) {
   if (name == "rne") return Rounding::rne;
   if (name == "sr") return Rounding::sr;
-  throw std::invalid_argument("unknown rounding '" + name + "' (expected one of: rne, sr)");
+  if (name == "philox") return Rounding::philox;
+  throw std::invalid_argument("unknown rounding '" + name + "' (expected one of: rne, sr, philox)");
 }
 
 inline std::string valid_scalings(FormatId f) {
@@ -138,7 +143,7 @@ inline void check_combination(FormatId f, Scaling s, Rounding r) {
                                 format_name(f) + "' (valid: " + valid_scalings(f) + ")");
   if (!rounding_valid(f, r))
     throw std::invalid_argument(std::string("rounding '") + rounding_name(r) + "' is not valid for format '" +
-                                format_name(f) + "' (fp32 does not round; use rne)");
+                                format_name(f) + "' (" + format_name(f) + " does not round stochastically; use rne)");
 }
 
 struct FormatSpec {

@@ -67,12 +67,12 @@ REPLAYSSM_HD uint32_t round_magnitude(uint32_t abits, Rounding r, uint32_t rnd) 
     T = 0u;
     R = M;
     thr = (s - 32 < 32) ? (M >> (s - 32)) : 0u;
-    up = (r == Rounding::sr) ? (rnd < thr) : false;  // M < 2^24 <= 2^(s-1): below half
+    up = (r != Rounding::rne) ? (rnd < thr) : false;  // M < 2^24 <= 2^(s-1): below half
   } else {
     T = M >> s;
     R = M & ((1u << s) - 1u);
     const uint32_t half = 1u << (s - 1);
-    if (r == Rounding::sr) {
+    if (r != Rounding::rne) {
       thr = R << (32 - s);
       up = rnd < thr;
     } else {
@@ -111,7 +111,7 @@ REPLAYSSM_HD uint16_t bf16_encode(float x, Rounding r = Rounding::rne, uint32_t 
   // 16 to nearest even (subnormals and the carry into the exponent included): the classic add-and-shift, same bits.
   uint32_t c = r == Rounding::rne ? (af + 0x7FFFu + ((af >> 16) & 1u)) >> 16 : detail::round_magnitude<7, -126>(af, r, rnd);
   // past the largest finite value: SR takes the RNE result; either way at most Inf
-  if (r == Rounding::sr && c > 0x7F7Fu) c = detail::round_magnitude_rne<7, -126>(af);
+  if (r != Rounding::rne && c > 0x7F7Fu) c = detail::round_magnitude_rne<7, -126>(af);
   c = c > 0x7F80u ? 0x7F80u : c;
   c = a == 0x7F800000u ? 0x7F80u : c;
   c = a > 0x7F800000u ? 0x7FFFu : (sign | c);
@@ -128,7 +128,7 @@ REPLAYSSM_HD uint16_t fp16_encode(float x, Rounding r = Rounding::rne, uint32_t 
   if (a == 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u);
   uint32_t c = detail::round_magnitude<10, -14>(a, r, rnd);
   if (c > 0x7BFFu) {
-    c = (r == Rounding::sr) ? detail::round_magnitude<10, -14>(a, Rounding::rne, 0) : c;
+    c = (r != Rounding::rne) ? detail::round_magnitude<10, -14>(a, Rounding::rne, 0) : c;
     if (c > 0x7C00u) c = 0x7C00u;
   }
   return static_cast<uint16_t>(sign | c);
