@@ -32,7 +32,7 @@ class Quantized:
 
 
 def names() -> List[str]:
-    """Every state format: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
+    """Every state format: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
     return list(_core.format_names())
 
 

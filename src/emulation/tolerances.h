@@ -22,6 +22,7 @@ inline double unit_roundoff(formats::FormatId f) {
   switch (f) {
     case formats::FormatId::fp32: return std::ldexp(1.0, -24);
     case formats::FormatId::bf16: return std::ldexp(1.0, -8);
+    case formats::FormatId::bf16x2: return std::ldexp(1.0, -16);  // lo = bf16(x - hi): 2^-8 of 2^-8 |x|
     case formats::FormatId::fp16: return std::ldexp(1.0, -11);
     case formats::FormatId::fp8_e4m3: return std::ldexp(1.0, -4);
     case formats::FormatId::fp8_e5m2: return std::ldexp(1.0, -3);
@@ -170,7 +171,8 @@ inline void code_step(const Mode& m, double& step_rel, double& floor_rel, double
   const bool scaled = m.scaling != formats::Scaling::none;
   switch (m.format) {
     case FormatId::fp32: step_rel = 0.0; break;                        // no codes: nothing may flip
-    case FormatId::bf16: floor_abs = std::ldexp(1.0, -133); break;     // bf16's smallest subnormal
+    case FormatId::bf16:                                               // bf16's smallest subnormal (bf16x2: lo's)
+    case FormatId::bf16x2: floor_abs = std::ldexp(1.0, -133); break;
     case FormatId::fp16: floor_abs = std::ldexp(1.0, -24); break;      // fp16's smallest subnormal
     case FormatId::fp8_e4m3:  // subnormal step 2^-9 of the unit scale (tile: of amax / 240, not amax / 448)
       (scaled ? floor_rel : floor_abs) =

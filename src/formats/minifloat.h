@@ -243,6 +243,29 @@ REPLAYSSM_HD int8_t int8_encode(float x, Rounding r = Rounding::rne, uint32_t rn
 }
 REPLAYSSM_HD float int8_decode(int8_t c) { return static_cast<float>(c); }
 
+// ---- BF16x2 (compensated, hi/lo): two bf16 words, hi = bf16(x) (RNE), lo = bf16(x - hi) (RNE; x - hi is exact);
+// code = hi | lo << 16, value = hi + lo in FP32 (exact: lo is within half an ulp of hi and both have 8 bits). NaN ->
+// hi 0x7FFF, lo 0; +-Inf -> hi +-Inf, lo 0; a finite x that bf16 rounds to Inf keeps hi = +-0x7F7F (the largest
+// finite) and the rest in lo, and where lo's RNE would carry hi + lo past FLT_MAX lo is one code nearer zero, so a
+// finite x decodes finite; lo = 0 carries hi's sign, so -0 decodes to -0. Decode of a
+// NaN or Inf hi is hi alone (the bits of bf16_decode on the CPU and the GPU, not an FP32 addition's NaN). ----
+REPLAYSSM_HD uint32_t bf16x2_encode(float x) {
+  uint32_t hi = bf16_encode(x);
+  if ((float_to_bits(x) & 0x7FFFFFFFu) >= 0x7F800000u) return hi;
+  if ((hi & 0x7FFFu) == 0x7F80u) hi = (hi & 0x8000u) | 0x7F7Fu;
+  const float r = x - bf16_decode(static_cast<uint16_t>(hi));
+  uint32_t lo = r == 0.0f ? (hi & 0x8000u) : bf16_encode(r);
+  // at the top of the range (|x| within half a bf16 ulp of FLT_MAX) lo's RNE can carry hi + lo past FLT_MAX: lo
+  // then takes the neighbouring code toward zero, and the sum stays finite
+  if (is_inf(bf16_decode(static_cast<uint16_t>(hi)) + bf16_decode(static_cast<uint16_t>(lo)))) lo -= 1u;
+  return hi | (lo << 16);
+}
+REPLAYSSM_HD float bf16x2_decode(uint32_t c) {
+  const float hi = bf16_decode(static_cast<uint16_t>(c & 0xFFFFu));
+  if ((c & 0x7F80u) == 0x7F80u) return hi;  // NaN or Inf
+  return hi + bf16_decode(static_cast<uint16_t>(c >> 16));
+}
+
 // ---- INT16 symmetric: the same rule on [-32767, 32767]; NaN -> 0; +-Inf and |x| >= 32768 -> +-32767; -32768 is
 // never produced. ----
 inline constexpr float kInt16Max = 32767.0f;

@@ -738,6 +738,7 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
                 switch (C::kFormat) {
                   case FormatId::fp32: bound = 0; break;
                   case FormatId::bf16: bound = ax * kBf16Eps * step; break;
+                  case FormatId::bf16x2: bound = ax * 0x1p-16 + 0x1p-134; break;  // lo's RNE (and its subnormals)
                   case FormatId::fp16: bound = ax * kFp16Eps * step + 0x1p-25 * step; break;
                   case FormatId::fp8_e4m3:
                   case FormatId::mxfp8:
@@ -772,6 +773,7 @@ TEST_CASE("bytes per state", "[formats][state]") {
   const int V = 128, K = 128;
   CHECK(bytes_per_state(FormatId::fp32, V, K, Scaling::none) == 65536);
   CHECK(bytes_per_state(FormatId::bf16, V, K, Scaling::none) == 32768);
+  CHECK(bytes_per_state(FormatId::bf16x2, V, K, Scaling::none) == 65536);
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::none) == 16384);
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::head) == 16384 + 4);
   CHECK(bytes_per_state(FormatId::fp8_e5m2, V, K, Scaling::row) == 16384 + 512);
@@ -824,8 +826,8 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
     FAIL("no throw");
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()) ==
-          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, "
-          "mxfp4)");
+          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, "
+          "mxfp8, mxfp4)");
   }
   CHECK_THROWS_AS(parse_scaling("tensor"), std::invalid_argument);
   CHECK_THROWS_AS(parse_rounding("rtz"), std::invalid_argument);
@@ -853,7 +855,7 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
   for (FormatId f : kAllFormats)
     n += dispatch_format(f, [&](auto c) { return decltype(c)::kFormat == f ? 1 : 0; });
   CHECK(n == kFormatIdCount);
-  CHECK(n == 10);
+  CHECK(n == 11);
 }
 
 TEST_CASE("TE's S_dec = (float)(1.0 / (double)S_enc) equals the float division used here", "[formats][nvfp4]") {
@@ -894,4 +896,6 @@ TEST_CASE("Philox-4x32: Random123's known-answer vectors; philox rounding draws 
   CHECK(element_rand_bits(p, 1, 2) == sr_bits(p.seed, p.head, 1, 2, p.step));
   CHECK(parse_rounding("philox") == Rounding::philox);
   CHECK_THROWS_AS(parse_format_spec("fp32", "", "philox"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_format_spec("bf16x2", "", "sr"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_format_spec("bf16x2", "", "philox"), std::invalid_argument);
 }
