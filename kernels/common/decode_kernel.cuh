@@ -309,6 +309,7 @@ int launch_any(formats::FormatId f, const KParams& p, void* stream) {
   switch (f) {
     case FormatId::fp32: return launch_one<StateCodec<FormatId::fp32>, kGdn>(p, s);
     case FormatId::bf16: return launch_one<StateCodec<FormatId::bf16>, kGdn>(p, s);
+    case FormatId::bf16x2: return launch_one<StateCodec<FormatId::bf16x2>, kGdn>(p, s);
     case FormatId::fp16: return launch_one<StateCodec<FormatId::fp16>, kGdn>(p, s);
     case FormatId::fp8_e4m3: return launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn>(p, s);
     case FormatId::fp8_e5m2: return launch_one<StateCodec<FormatId::fp8_e5m2>, kGdn>(p, s);

@@ -32,7 +32,7 @@ class Quantized:
 
 
 def names() -> List[str]:
-    """Every state format: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
+    """Every state format: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
     return list(_core.format_names())
 
 
@@ -50,7 +50,8 @@ def quantize(x, format: str, scaling: Optional[str] = None, rounding: str = "rne
              step: int = 0) -> Quantized:
     """Encodes x [..., V, K] (float32 after conversion; NaN/Inf allowed, see the formats README) in a format and
     decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8/int16, block for
-    nvfp4/mx); rounding "rne" or "sr" (stochastic, from seed, head and step)."""
+    nvfp4/mx); rounding "rne", "sr" (stochastic, the counter hash of seed, head and step) or "philox"
+    (stochastic, Philox-4x32-10 bits of the same counter)."""
     a = as_array(x, "x", np.float32)
     if a.ndim < 2:
         raise ValueError(f"x: expected shape [..., V, K] (rank >= 2), got {list(a.shape)}")

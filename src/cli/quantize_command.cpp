@@ -1,5 +1,5 @@
 // `replayssm quantize`: store an array in one of the state formats and read it back.
-//   replayssm quantize --format F [--scaling none|head|row|block|column] [--rounding rne|sr --seed N]
+//   replayssm quantize --format F [--scaling none|head|row|block|column] [--rounding rne|sr|philox --seed N]
 //                      --in file.h5:/dataset --out out.h5
 // The dataset's last axis is K (blocks run along it), the axis before it is V (the rows of one head state), and
 // every axis before those is flattened, row-major, into the head index h (a rank-2 dataset is one head). So a
@@ -33,7 +33,7 @@ void add_options(po::options_description& d) {
   d.add_options()
     ("format", po::value<std::string>()->required(), format_help.c_str())
     ("scaling", po::value<std::string>()->default_value(""), scaling_help.c_str())
-    ("rounding", po::value<std::string>()->default_value("rne"), "rne (nearest even) or sr (stochastic)")
+    ("rounding", po::value<std::string>()->default_value("rne"), "rne (nearest even), sr (stochastic, counter hash) or philox (stochastic, Philox-4x32-10)")
     ("seed", po::value<unsigned long long>()->default_value(0), "seed of the stochastic rounding")
     ("in", po::value<std::string>()->required(), "input array: file.h5:/dataset (last axis = K)")
     ("out", po::value<std::string>()->required(), "output file (.h5)");

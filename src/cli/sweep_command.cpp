@@ -43,7 +43,7 @@ void add_options(po::options_description& d) {
      "stored-state formats, FORMAT[:SCALING] (scaling none|head|row|block|column; default per format)")
     ("policies", po::value<std::string>()->default_value("conventional-shared,replay-shared,replay-split"),
      "precision policies")
-    ("rounding", po::value<std::string>()->default_value("rne"), "rounding modes: rne, sr (comma list)")
+    ("rounding", po::value<std::string>()->default_value("rne"), "rounding modes: rne, sr, philox (comma list)")
     ("L", po::value<std::string>()->default_value("16"), "flush intervals (comma list)")
     ("u-source", po::value<std::string>()->default_value("hp"), "GDN replay-split u source(s): hp, lp, recompute")
     ("seed", po::value<unsigned long long>()->default_value(0), "stochastic-rounding seed")

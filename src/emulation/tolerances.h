@@ -22,6 +22,7 @@ inline double unit_roundoff(formats::FormatId f) {
   switch (f) {
     case formats::FormatId::fp32: return std::ldexp(1.0, -24);
     case formats::FormatId::bf16: return std::ldexp(1.0, -8);
+    case formats::FormatId::bf16x2: return std::ldexp(1.0, -16);  // lo = bf16(x - hi): 2^-8 of 2^-8 |x|
     case formats::FormatId::fp16: return std::ldexp(1.0, -11);
     case formats::FormatId::fp8_e4m3: return std::ldexp(1.0, -4);
     case formats::FormatId::fp8_e5m2: return std::ldexp(1.0, -3);
@@ -108,7 +109,7 @@ inline Tolerance tolerance_vs_fp64(const Mode& m, int V, int K, long n_tokens, d
   if (m.format != formats::FormatId::fp32) {
     const double n_q = stores_in_memory(m, T_eff);
     double lp = kLpCoeff * unit_roundoff(m.format) * group_factor(m, V, K) * std::sqrt(n_q);
-    if (m.rounding == formats::Rounding::sr) lp *= kSrFactor;
+    if (m.rounding != formats::Rounding::rne) lp *= kSrFactor;
     rel += std::min(lp, kLpCap);
   }
   return Tolerance{kMaxAbsFactor * rel, rel, 0.0};
@@ -170,7 +171,8 @@ inline void code_step(const Mode& m, double& step_rel, double& floor_rel, double
   const bool scaled = m.scaling != formats::Scaling::none;
   switch (m.format) {
     case FormatId::fp32: step_rel = 0.0; break;                        // no codes: nothing may flip
-    case FormatId::bf16: floor_abs = std::ldexp(1.0, -133); break;     // bf16's smallest subnormal
+    case FormatId::bf16:                                               // bf16's smallest subnormal (bf16x2: lo's)
+    case FormatId::bf16x2: floor_abs = std::ldexp(1.0, -133); break;
     case FormatId::fp16: floor_abs = std::ldexp(1.0, -24); break;      // fp16's smallest subnormal
     case FormatId::fp8_e4m3:  // subnormal step 2^-9 of the unit scale (tile: of amax / 240, not amax / 448)
       (scaled ? floor_rel : floor_abs) =

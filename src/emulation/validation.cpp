@@ -379,6 +379,8 @@ std::vector<Mode> modes_for(Arch a, bool main_only) {
     fs.push_back({FormatId::fp8_e4m3, Scaling::head, Rounding::rne});
     fs.push_back({FormatId::fp8_e4m3, Scaling::block, Rounding::rne});
     fs.push_back({FormatId::fp8_e4m3, Scaling::row, Rounding::sr});
+    fs.push_back({FormatId::fp8_e4m3, Scaling::row, Rounding::philox});
+    fs.push_back({FormatId::bf16, Scaling::none, Rounding::philox});
     fs.push_back({FormatId::fp8_e5m2, Scaling::row, Rounding::rne});
     fs.push_back({FormatId::int8, Scaling::row, Rounding::rne});
     fs.push_back({FormatId::int8, Scaling::head, Rounding::rne});
@@ -403,7 +405,8 @@ std::vector<Mode> fine_modes_for(Arch a) {
   using formats::Scaling;
   return modes_of(a, {{FormatId::int16, Scaling::column, Rounding::rne},
                       {FormatId::int16, Scaling::column, Rounding::sr},
-                      {FormatId::int16, Scaling::row, Rounding::rne}});
+                      {FormatId::int16, Scaling::row, Rounding::rne},
+                      {FormatId::bf16x2, Scaling::none, Rounding::rne}});
 }
 
 std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs) {

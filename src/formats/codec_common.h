@@ -6,6 +6,7 @@
 
 #include "formats/format_id.h"
 #include "formats/hd.h"
+#include "formats/philox.h"
 #include "formats/sr_hash.h"
 
 namespace replayssm::formats {
@@ -16,12 +17,15 @@ struct CodecParams {
   uint64_t seed = 0;
   uint32_t head = 0;
   uint32_t step = 0;
+  int philox_rounds = kPhiloxDefaultRounds;  // Rounding::philox only
 };
 
+// The random bits of element (v, k): the counter hash (sr), Philox-4x32 (philox), none (rne: 0).
 REPLAYSSM_HD uint32_t element_rand_bits(const CodecParams& p, int v, int k) {
-  return p.rounding == Rounding::sr
-             ? sr_bits(p.seed, p.head, static_cast<uint32_t>(v), static_cast<uint32_t>(k), p.step)
-             : 0u;
+  const auto row = static_cast<uint32_t>(v), col = static_cast<uint32_t>(k);
+  if (p.rounding == Rounding::sr) return sr_bits(p.seed, p.head, row, col, p.step);
+  if (p.rounding == Rounding::philox) return philox_bits(p.seed, p.head, row, col, p.step, p.philox_rounds);
+  return 0u;
 }
 
 REPLAYSSM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }

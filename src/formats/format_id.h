@@ -10,25 +10,25 @@
 namespace replayssm::formats {
 
 // New values are appended (the numeric values are stable); kAllFormats / kAllScalings give the listing order.
-enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16 };
+enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16, bf16x2 };
 enum class Scaling : uint8_t { none, head, row, block, column, tile };
-enum class Rounding : uint8_t { rne, sr };
+enum class Rounding : uint8_t { rne, sr, philox };
 
-inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,     FormatId::fp16,
+inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,     FormatId::fp16,     FormatId::bf16x2,
                                            FormatId::fp8_e4m3, FormatId::fp8_e5m2, FormatId::int8,
                                            FormatId::int16,    FormatId::nvfp4,    FormatId::mxfp8,
                                            FormatId::mxfp4};
 // The number of values of each enum (the integer loops of device code; the static_asserts keep them in step).
-inline constexpr int kFormatIdCount = static_cast<int>(FormatId::int16) + 1;
+inline constexpr int kFormatIdCount = static_cast<int>(FormatId::bf16x2) + 1;
 inline constexpr int kScalingCount = static_cast<int>(Scaling::tile) + 1;
-inline constexpr int kRoundingCount = static_cast<int>(Rounding::sr) + 1;
+inline constexpr int kRoundingCount = static_cast<int>(Rounding::philox) + 1;
 static_assert(sizeof(kAllFormats) / sizeof(kAllFormats[0]) == kFormatIdCount, "kAllFormats lists every FormatId");
 inline constexpr Scaling kAllScalings[] = {Scaling::none, Scaling::head, Scaling::row, Scaling::block, Scaling::column,
                                            Scaling::tile};
 static_assert(sizeof(kAllScalings) / sizeof(kAllScalings[0]) == kScalingCount, "kAllScalings lists every Scaling");
 
 // Valid (format, scaling) pairs:
-//   fp32, bf16, fp16        : none
+//   fp32, bf16, bf16x2, fp16: none
 //   fp8_e4m3, fp8_e5m2      : none, head, row, block, column (block = 32 contiguous elements along K, FP32 scale;
 //                             column = one FP32 scale per state column k, over the V rows;
 //                             tile (e4m3 only) = one FP32 scale per 32-row tile, amax / 240: headroom below 448)
@@ -39,6 +39,7 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
   switch (f) {
     case FormatId::fp32:
     case FormatId::bf16:
+    case FormatId::bf16x2:
     case FormatId::fp16: return s == Scaling::none;
     case FormatId::fp8_e4m3: return true;
     case FormatId::fp8_e5m2: return s != Scaling::tile;
@@ -50,8 +51,12 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
   }
   return false;
 }
-// Stochastic rounding is valid for every format but fp32 (which does not round).
-REPLAYSSM_HD constexpr bool rounding_valid(FormatId f, Rounding r) { return !(f == FormatId::fp32 && r == Rounding::sr); }
+// Stochastic rounding (sr: the counter hash; philox: Philox-4x32 bits) is valid for every format but fp32 (which does
+// not round) and bf16x2 (whose compensation is the round-to-nearest residual).
+REPLAYSSM_HD constexpr bool rounding_valid(FormatId f, Rounding r) {
+  return !((f == FormatId::fp32 || f == FormatId::bf16x2) && r != Rounding::rne);
+}
+REPLAYSSM_HD constexpr bool is_stochastic(Rounding r) { return r != Rounding::rne; }
 
 // The scaling used when none is asked for: none for fp32/bf16/fp16, row for fp8/int8/int16 (the vLLM/FlashInfer
 // state-cache choice), block for nvfp4/mx.
@@ -72,6 +77,7 @@ inline const char* format_name(FormatId f) {
   switch (f) {
     case FormatId::fp32: return "fp32";
     case FormatId::bf16: return "bf16";
+    case FormatId::bf16x2: return "bf16x2";
     case FormatId::fp16: return "fp16";
     case FormatId::fp8_e4m3: return "fp8_e4m3";
     case FormatId::fp8_e5m2: return "fp8_e5m2";
@@ -94,7 +100,9 @@ inline const char* scaling_name(Scaling s) {
   }
   return "?";
 }
-inline const char* rounding_name(Rounding r) { return r == Rounding::sr ? "sr" : "rne"; }
+inline const char* rounding_name(Rounding r) {
+  return r == Rounding::sr ? "sr" : r == Rounding::philox ? "philox" : "rne";
+}
 
 inline std::string format_names() {
   std::string out;
@@ -117,11 +125,12 @@ inline Scaling parse_scaling(const std::string& name) {
     if (name == scaling_name(s)) return s;
   throw std::invalid_argument("unknown scaling '" + name + "' (expected one of: " + scaling_names() + ")");
 }
-inline bool is_rounding_name(const std::string& name) { return name == "rne" || name == "sr"; }
+inline bool is_rounding_name(const std::string& name) { return name == "rne" || name == "sr" || name == "philox"; }
 inline Rounding parse_rounding(const std::string& name) {
   if (name == "rne") return Rounding::rne;
   if (name == "sr") return Rounding::sr;
-  throw std::invalid_argument("unknown rounding '" + name + "' (expected one of: rne, sr)");
+  if (name == "philox") return Rounding::philox;
+  throw std::invalid_argument("unknown rounding '" + name + "' (expected one of: rne, sr, philox)");
 }
 
 inline std::string valid_scalings(FormatId f) {
@@ -138,7 +147,7 @@ inline void check_combination(FormatId f, Scaling s, Rounding r) {
                                 format_name(f) + "' (valid: " + valid_scalings(f) + ")");
   if (!rounding_valid(f, r))
     throw std::invalid_argument(std::string("rounding '") + rounding_name(r) + "' is not valid for format '" +
-                                format_name(f) + "' (fp32 does not round; use rne)");
+                                format_name(f) + "' (" + format_name(f) + " does not round stochastically; use rne)");
 }
 
 struct FormatSpec {

@@ -67,12 +67,12 @@ REPLAYSSM_HD uint32_t round_magnitude(uint32_t abits, Rounding r, uint32_t rnd) 
     T = 0u;
     R = M;
     thr = (s - 32 < 32) ? (M >> (s - 32)) : 0u;
-    up = (r == Rounding::sr) ? (rnd < thr) : false;  // M < 2^24 <= 2^(s-1): below half
+    up = (r != Rounding::rne) ? (rnd < thr) : false;  // M < 2^24 <= 2^(s-1): below half
   } else {
     T = M >> s;
     R = M & ((1u << s) - 1u);
     const uint32_t half = 1u << (s - 1);
-    if (r == Rounding::sr) {
+    if (r != Rounding::rne) {
       thr = R << (32 - s);
       up = rnd < thr;
     } else {
@@ -111,7 +111,7 @@ REPLAYSSM_HD uint16_t bf16_encode(float x, Rounding r = Rounding::rne, uint32_t 
   // 16 to nearest even (subnormals and the carry into the exponent included): the classic add-and-shift, same bits.
   uint32_t c = r == Rounding::rne ? (af + 0x7FFFu + ((af >> 16) & 1u)) >> 16 : detail::round_magnitude<7, -126>(af, r, rnd);
   // past the largest finite value: SR takes the RNE result; either way at most Inf
-  if (r == Rounding::sr && c > 0x7F7Fu) c = detail::round_magnitude_rne<7, -126>(af);
+  if (r != Rounding::rne && c > 0x7F7Fu) c = detail::round_magnitude_rne<7, -126>(af);
   c = c > 0x7F80u ? 0x7F80u : c;
   c = a == 0x7F800000u ? 0x7F80u : c;
   c = a > 0x7F800000u ? 0x7FFFu : (sign | c);
@@ -128,7 +128,7 @@ REPLAYSSM_HD uint16_t fp16_encode(float x, Rounding r = Rounding::rne, uint32_t 
   if (a == 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u);
   uint32_t c = detail::round_magnitude<10, -14>(a, r, rnd);
   if (c > 0x7BFFu) {
-    c = (r == Rounding::sr) ? detail::round_magnitude<10, -14>(a, Rounding::rne, 0) : c;
+    c = (r != Rounding::rne) ? detail::round_magnitude<10, -14>(a, Rounding::rne, 0) : c;
     if (c > 0x7C00u) c = 0x7C00u;
   }
   return static_cast<uint16_t>(sign | c);
@@ -242,6 +242,29 @@ REPLAYSSM_HD int8_t int8_encode(float x, Rounding r = Rounding::rne, uint32_t rn
   return static_cast<int8_t>(detail::symmetric_int_encode<7>(x, r, rnd));
 }
 REPLAYSSM_HD float int8_decode(int8_t c) { return static_cast<float>(c); }
+
+// ---- BF16x2 (compensated, hi/lo): two bf16 words, hi = bf16(x) (RNE), lo = bf16(x - hi) (RNE; x - hi is exact);
+// code = hi | lo << 16, value = hi + lo in FP32 (exact: lo is within half an ulp of hi and both have 8 bits). NaN ->
+// hi 0x7FFF, lo 0; +-Inf -> hi +-Inf, lo 0; a finite x that bf16 rounds to Inf keeps hi = +-0x7F7F (the largest
+// finite) and the rest in lo, and where lo's RNE would carry hi + lo past FLT_MAX lo is one code nearer zero, so a
+// finite x decodes finite; lo = 0 carries hi's sign, so -0 decodes to -0. Decode of a
+// NaN or Inf hi is hi alone (the bits of bf16_decode on the CPU and the GPU, not an FP32 addition's NaN). ----
+REPLAYSSM_HD uint32_t bf16x2_encode(float x) {
+  uint32_t hi = bf16_encode(x);
+  if ((float_to_bits(x) & 0x7FFFFFFFu) >= 0x7F800000u) return hi;
+  if ((hi & 0x7FFFu) == 0x7F80u) hi = (hi & 0x8000u) | 0x7F7Fu;
+  const float r = x - bf16_decode(static_cast<uint16_t>(hi));
+  uint32_t lo = r == 0.0f ? (hi & 0x8000u) : bf16_encode(r);
+  // at the top of the range (|x| within half a bf16 ulp of FLT_MAX) lo's RNE can carry hi + lo past FLT_MAX: lo
+  // then takes the neighbouring code toward zero, and the sum stays finite
+  if (is_inf(bf16_decode(static_cast<uint16_t>(hi)) + bf16_decode(static_cast<uint16_t>(lo)))) lo -= 1u;
+  return hi | (lo << 16);
+}
+REPLAYSSM_HD float bf16x2_decode(uint32_t c) {
+  const float hi = bf16_decode(static_cast<uint16_t>(c & 0xFFFFu));
+  if ((c & 0x7F80u) == 0x7F80u) return hi;  // NaN or Inf
+  return hi + bf16_decode(static_cast<uint16_t>(c >> 16));
+}
 
 // ---- INT16 symmetric: the same rule on [-32767, 32767]; NaN -> 0; +-Inf and |x| >= 32768 -> +-32767; -32768 is
 // never produced. ----

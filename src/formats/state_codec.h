@@ -38,7 +38,7 @@ namespace replayssm::formats {
 
 namespace detail {
 
-// fp32, bf16, fp16: no scale.
+// fp32, bf16, bf16x2, fp16: no scale.
 template <class Derived, class CodeT, int kBitsT>
 struct UnscaledCodec : PackedCodes<Derived, kBitsT> {
   using code_t = CodeT;
@@ -143,6 +143,14 @@ struct StateCodec<FormatId::bf16> : detail::UnscaledCodec<StateCodec<FormatId::b
   static constexpr float kMax = 3.38953138925153547590e+38f;  // 0x7F7F
   REPLAYSSM_HD static code_t encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) { return bf16_encode(x, r, rnd); }
   REPLAYSSM_HD static float decode(code_t c) { return bf16_decode(c); }
+};
+
+template <>
+struct StateCodec<FormatId::bf16x2> : detail::UnscaledCodec<StateCodec<FormatId::bf16x2>, uint32_t, 32> {
+  static constexpr FormatId kFormat = FormatId::bf16x2;
+  static constexpr float kMax = 3.40282346638528859812e+38f;  // hi 0x7F7F plus lo: every finite float
+  REPLAYSSM_HD static code_t encode(float x, Rounding = Rounding::rne, uint32_t = 0) { return bf16x2_encode(x); }
+  REPLAYSSM_HD static float decode(code_t c) { return bf16x2_decode(c); }
 };
 
 template <>
@@ -365,6 +373,7 @@ decltype(auto) dispatch_format(FormatId id, Fn&& f) {
   switch (id) {
     case FormatId::fp32: return std::forward<Fn>(f)(StateCodec<FormatId::fp32>{});
     case FormatId::bf16: return std::forward<Fn>(f)(StateCodec<FormatId::bf16>{});
+    case FormatId::bf16x2: return std::forward<Fn>(f)(StateCodec<FormatId::bf16x2>{});
     case FormatId::fp16: return std::forward<Fn>(f)(StateCodec<FormatId::fp16>{});
     case FormatId::fp8_e4m3: return std::forward<Fn>(f)(StateCodec<FormatId::fp8_e4m3>{});
     case FormatId::fp8_e5m2: return std::forward<Fn>(f)(StateCodec<FormatId::fp8_e5m2>{});

@@ -8,6 +8,12 @@ here from their documented definition (src/formats/README.md, "Stochastic roundi
                                 z = (z ^ z >> 27) * 0x94D049BB133111EB; z ^= z >> 31   (all mod 2^64)
   SR of x between its neighbours lo <= |x| < hi (in magnitude): hi iff bits < floor((|x| - lo) / (hi - lo) * 2^32).
 
+Philox rounding (Rounding::philox) takes its bits from Philox-4x32 (Salmon et al. 2011; Random123's philox4x32_R),
+written here from the published definition: per round (hi0, lo0) = mulhilo(0xD2511F53, c0),
+(hi1, lo1) = mulhilo(0xCD9E8D57, c2), c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0); the key takes the Weyl steps
+k0 += 0x9E3779B9, k1 += 0xBB67AE85 between rounds; checked against Random123's known-answer vectors (kat_vectors).
+The bits of element (v, k): word 0 of Philox(counter (k, v, head, step), key (seed & 0xFFFFFFFF, seed >> 32)).
+
 Usage: check_sr.py <path to the formats_sr_dump binary>   (dump_sr.cpp describes its output)
 
 Checks, each reported on its own line:
@@ -70,6 +76,43 @@ def bits_np(seed, head, v, k, step):
     return (h >> np.uint64(32)).astype(np.uint64)
 
 
+M32 = 0xFFFFFFFF
+PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+# Random123 kat_vectors, philox4x32: rounds, counter (4 words), key (2 words), expected output (4 words).
+PHILOX_KAT = [
+    (7, [~0 & M32] * 4, [~0 & M32] * 2, [0x5207ddc2, 0x45165e59, 0x4d8ee751, 0x8c52f662]),
+    (7, [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0],
+     [0x4dfccaba, 0x190a87f0, 0xc47362ba, 0xb6b5242a]),
+    (10, [0] * 4, [0] * 2, [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]),
+    (10, [M32] * 4, [M32] * 2, [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]),
+    (10, [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0],
+     [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]),
+]
+
+
+def philox_np(ctr, key, rounds):
+    """Philox-4x32-R, vectorised: ctr a list of 4 uint64 arrays (values < 2^32), key a list of 2."""
+    c = [np.asarray(w, dtype=np.uint64) & np.uint64(M32) for w in ctr]
+    k0, k1 = (np.asarray(w, dtype=np.uint64) & np.uint64(M32) for w in key)
+    for r in range(rounds):
+        if r > 0:
+            k0, k1 = (k0 + np.uint64(PHILOX_W0)) & np.uint64(M32), (k1 + np.uint64(PHILOX_W1)) & np.uint64(M32)
+        p0 = np.uint64(PHILOX_M0) * c[0]  # < 2^64: no overflow
+        p1 = np.uint64(PHILOX_M1) * c[2]
+        hi0, lo0 = p0 >> np.uint64(32), p0 & np.uint64(M32)
+        hi1, lo1 = p1 >> np.uint64(32), p1 & np.uint64(M32)
+        c = [hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0]
+    return c
+
+
+def philox_bits_np(seed, head, v, k, step, rounds=10):
+    v, k, step = (np.asarray(a, dtype=np.uint64) for a in (v, k, step))
+    shape = np.broadcast(v, k, step).shape
+    full = lambda val: np.full(shape, val, dtype=np.uint64)  # noqa: E731
+    out = philox_np([k + full(0), v + full(0), full(head), step + full(0)], [full(seed & M32), full(seed >> 32)], rounds)
+    return out[0]
+
+
 def f32(hex_tokens):
     return np.array([int(t, 16) for t in hex_tokens], dtype=np.uint32).view(np.float32)
 
@@ -101,7 +144,7 @@ class Report:
 
 
 def parse(lines):
-    samples, rne, configs = [], None, []
+    samples, rne, configs, philox, pbits = [], None, [], [], []
     cur = None
     for line in lines:
         if not line:
@@ -109,11 +152,16 @@ def parse(lines):
         f = line.split()
         if f[0] == "bits":
             samples.append((int(f[1], 16), int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6], 16)))
+        elif f[0] == "philox":
+            philox.append((int(f[1]), [int(t, 16) for t in f[2:6]], [int(t, 16) for t in f[6:8]],
+                           [int(t, 16) for t in f[8:12]]))
+        elif f[0] == "pbits":
+            pbits.append((int(f[1], 16), int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6]), int(f[7], 16)))
         elif f[0] == "rne_bits":
             rne = int(f[1], 16)
         elif f[0] == "config":
             cur = dict(name=f[1], format=f[2], scaling=f[3], V=int(f[4]), K=int(f[5]), steps=int(f[6]),
-                       seed=int(f[7], 16), head=int(f[8]), step0=int(f[9]), dec=[], step=[])
+                       seed=int(f[7], 16), head=int(f[8]), step0=int(f[9]), rounding=f[10], dec=[], step=[])
             configs.append(cur)
         elif f[0] == "x":
             cur["x"] = f32(f[1:])
@@ -123,7 +171,7 @@ def parse(lines):
     for c in configs:
         c["dec"] = np.array(c["dec"])  # [steps, V*K] float32
         c["step"] = np.array(c["step"], dtype=np.uint64)
-    return samples, rne, configs
+    return samples, rne, configs, philox, pbits
 
 
 def statistics(rep, name, x, lo, hi, dec, frac, S):
@@ -168,7 +216,7 @@ def main():
         print(__doc__)
         return 2
     out = subprocess.run([sys.argv[1]], check=True, capture_output=True, text=True).stdout.split("\n")
-    samples, rne, configs = parse(out)
+    samples, rne, configs, philox, pbits = parse(out)
     rep = Report()
 
     # 1. The bits.
@@ -180,7 +228,22 @@ def main():
     vec = [int(bits_np(s[0], s[1], np.array([s[2]]), np.array([s[3]]), np.array([s[4]]))[0]) for s in samples[:300]]
     rep.check(vec == [bits_int(*s[:5]) for s in samples[:300]], "the numpy hash equals the integer hash")
     rep.check(rne == 0, f"element_rand_bits under RNE: {rne} (0)")
-    rep.check(len(configs) == 13, f"{len(configs)} codecs dumped (13)")
+    # 1b. Philox: this file's implementation on Random123's known answers, then the C++ generator and its bits.
+    kat_bad = [(r, ctr, key, want) for (r, ctr, key, want) in PHILOX_KAT
+               if [int(w[0]) for w in philox_np([[c] for c in ctr], [[k] for k in key], r)] != want]
+    rep.check(not kat_bad, f"philox (numpy): {5 - len(kat_bad)}/5 Random123 known-answer vectors"
+              + (f"; first mismatch {kat_bad[0]}" if kat_bad else ""))
+    n_ok = sum(1 for r, ctr, key, got in philox
+               if [int(w[0]) for w in philox_np([[c] for c in ctr], [[k] for k in key], r)] == got)
+    kat_cpp = sum(1 for r, ctr, key, got in philox for (r2, c2, k2, want) in PHILOX_KAT
+                  if (r, ctr, key) == (r2, c2, k2) and got == want)
+    rep.check(len(philox) >= 1000 and n_ok == len(philox) and kat_cpp == 5,
+              f"philox (C++): {n_ok}/{len(philox)} outputs equal the numpy generator, {kat_cpp}/5 known answers")
+    pb_ok = sum(1 for (seed, head, v, k, step, rounds, got) in pbits
+                if int(philox_bits_np(seed, head, v, k, step, rounds)) == got)
+    rep.check(len(pbits) >= 1000 and pb_ok == len(pbits),
+              f"philox rounding bits: {pb_ok}/{len(pbits)} element_rand_bits equal word 0 of Philox(k, v, head, step; seed)")
+    rep.check(len(configs) == 16, f"{len(configs)} codecs dumped (16)")
 
     for c in configs:
         name = f"{c['name']} ({c['format']}, {c['scaling']})"
@@ -190,7 +253,9 @@ def main():
         rep.check(dec.shape == (S, V * K) and np.all(c["step"] == c["step0"] + np.arange(S, dtype=np.uint64)),
                   f"{name}: {S} steps of {V}x{K}")
         vv, kk = np.divmod(np.arange(V * K, dtype=np.uint64), np.uint64(K))
-        rnd = bits_np(c["seed"], c["head"], vv[None, :], kk[None, :], c["step"][:, None])  # [steps, n]
+        bits_fn = philox_bits_np if c["rounding"] == "philox" else bits_np
+        rnd = bits_fn(c["seed"], c["head"], vv[None, :], kk[None, :], c["step"][:, None])  # [steps, n]
+        name += f" {c['rounding']}"
         ax = np.abs(x)
         sign = np.where(np.signbit(c["x"]), -1.0, 1.0)
 

@@ -1,6 +1,7 @@
 // Dumps what src/formats computes, for tests/formats/check_ml_dtypes.py to recompute with ml_dtypes / numpy:
 //   decode <fmt> <code> <float32 bits>           for every code of e4m3, e5m2, e2m1, e8m0, bf16, fp16, int8
-//   encode <float32 bits> <e4m3> <e5m2> <e2m1> <bf16> <fp16> <int8> <int16>   for a fixed set of tricky floats
+//   encode <float32 bits> <e4m3> <e5m2> <e2m1> <bf16> <fp16> <int8> <int16> <bf16x2> <bf16x2 decoded float32 bits>
+//                                                for a fixed set of tricky floats
 //   mxscale <float32 bits> <e8m0 code for emax 8> <e8m0 code for emax 2>
 // Tricky floats: every code value of each format, every midpoint between neighbours and the floats either side,
 // signed zeros, float subnormals, the limits, Inf, NaN and a fixed pseudo-random set. Output goes to stdout.
@@ -82,8 +83,9 @@ int main() {
     xs.push_back(ud(rng) * std::exp2(-static_cast<float>(i % 40)));
   }
   for (float x : xs)
-    std::printf("encode %08x %u %u %u %u %u %d %d\n", fb(x), e4m3_encode(x), e5m2_encode(x), e2m1_encode(x),
-                bf16_encode(x), fp16_encode(x), int8_encode(x), int16_encode(x));
+    std::printf("encode %08x %u %u %u %u %u %d %d %u %u\n", fb(x), e4m3_encode(x), e5m2_encode(x), e2m1_encode(x),
+                bf16_encode(x), fp16_encode(x), int8_encode(x), int16_encode(x), bf16x2_encode(x),
+                fb(bf16x2_decode(bf16x2_encode(x))));
   for (float x : xs) {
     const float a = std::fabs(x);
     std::printf("mxscale %08x %u %u\n", fb(a), e8m0_from_amax(a, 8), e8m0_from_amax(a, 2));

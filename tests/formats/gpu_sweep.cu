@@ -71,6 +71,7 @@ __global__ void state_kernel(const float* x, int H, int V, int K, uint8_t* codes
   switch (f) {
     case FormatId::fp32: run_one<FormatId::fp32>(xh, V, K, p, c, s, o); break;
     case FormatId::bf16: run_one<FormatId::bf16>(xh, V, K, p, c, s, o); break;
+    case FormatId::bf16x2: run_one<FormatId::bf16x2>(xh, V, K, p, c, s, o); break;
     case FormatId::fp16: run_one<FormatId::fp16>(xh, V, K, p, c, s, o); break;
     case FormatId::fp8_e4m3: run_one<FormatId::fp8_e4m3>(xh, V, K, p, c, s, o); break;
     case FormatId::fp8_e5m2: run_one<FormatId::fp8_e5m2>(xh, V, K, p, c, s, o); break;

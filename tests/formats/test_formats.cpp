@@ -709,7 +709,7 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
     for (FormatId f : kAllFormats) {
       for (Scaling sc : kAllScalings) {
         if (!scaling_valid(f, sc)) continue;
-        for (Rounding rd : {Rounding::rne, Rounding::sr}) {
+        for (Rounding rd : {Rounding::rne, Rounding::sr, Rounding::philox}) {
           if (!rounding_valid(f, rd)) continue;
           INFO(format_name(f) << " " << scaling_name(sc) << " " << rounding_name(rd));
           dispatch_format(f, [&](auto codec) {
@@ -720,7 +720,7 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
             std::vector<float> y(x.size());
             C::encode_state(x.data(), V, K, p, codes.data(), scales.data());
             C::decode_state(codes.data(), scales.data(), V, K, p, y.data());
-            const double step = rd == Rounding::sr ? 2.0 : 1.0;  // SR error < 1 ulp, RNE <= 1/2 ulp
+            const double step = rd != Rounding::rne ? 2.0 : 1.0;  // SR error < 1 ulp, RNE <= 1/2 ulp
             for (int v = 0; v < V; ++v)
               for (int k = 0; k < K; ++k) {
                 const double xi = x[v * K + k];
@@ -738,6 +738,7 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
                 switch (C::kFormat) {
                   case FormatId::fp32: bound = 0; break;
                   case FormatId::bf16: bound = ax * kBf16Eps * step; break;
+                  case FormatId::bf16x2: bound = ax * 0x1p-16 + 0x1p-134; break;  // lo's RNE (and its subnormals)
                   case FormatId::fp16: bound = ax * kFp16Eps * step + 0x1p-25 * step; break;
                   case FormatId::fp8_e4m3:
                   case FormatId::mxfp8:
@@ -772,6 +773,7 @@ TEST_CASE("bytes per state", "[formats][state]") {
   const int V = 128, K = 128;
   CHECK(bytes_per_state(FormatId::fp32, V, K, Scaling::none) == 65536);
   CHECK(bytes_per_state(FormatId::bf16, V, K, Scaling::none) == 32768);
+  CHECK(bytes_per_state(FormatId::bf16x2, V, K, Scaling::none) == 65536);
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::none) == 16384);
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::head) == 16384 + 4);
   CHECK(bytes_per_state(FormatId::fp8_e5m2, V, K, Scaling::row) == 16384 + 512);
@@ -824,8 +826,8 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
     FAIL("no throw");
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()) ==
-          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, "
-          "mxfp4)");
+          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, "
+          "mxfp8, mxfp4)");
   }
   CHECK_THROWS_AS(parse_scaling("tensor"), std::invalid_argument);
   CHECK_THROWS_AS(parse_rounding("rtz"), std::invalid_argument);
@@ -853,7 +855,7 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
   for (FormatId f : kAllFormats)
     n += dispatch_format(f, [&](auto c) { return decltype(c)::kFormat == f ? 1 : 0; });
   CHECK(n == kFormatIdCount);
-  CHECK(n == 10);
+  CHECK(n == 11);
 }
 
 TEST_CASE("TE's S_dec = (float)(1.0 / (double)S_enc) equals the float division used here", "[formats][nvfp4]") {
@@ -864,4 +866,36 @@ TEST_CASE("TE's S_dec = (float)(1.0 / (double)S_enc) equals the float division u
     const float te = static_cast<float>(1.0 / static_cast<double>(s));
     REQUIRE(fbits(te) == fbits(1.0f / s));
   }
+}
+
+TEST_CASE("Philox-4x32: Random123's known-answer vectors; philox rounding draws its bits from it", "[formats][sr]") {
+  struct Kat {
+    int rounds;
+    uint32_t ctr[4], key[2], out[4];
+  };
+  const Kat kats[] = {
+      {10, {0, 0, 0, 0}, {0, 0}, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}},
+      {10, {~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}, {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}},
+      {10, {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u},
+       {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}},
+      {7, {~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}, {0x5207ddc2u, 0x45165e59u, 0x4d8ee751u, 0x8c52f662u}},
+  };
+  for (const Kat& k : kats) {
+    const Philox4x32 o = philox4x32(Philox4x32{{k.ctr[0], k.ctr[1], k.ctr[2], k.ctr[3]}}, k.key[0], k.key[1], k.rounds);
+    for (int i = 0; i < 4; ++i) CHECK(o.v[i] == k.out[i]);
+  }
+  CodecParams p;
+  p.rounding = Rounding::philox;
+  p.seed = 0x299f31d0a4093822ULL;
+  p.head = 0x13198a2eu;
+  p.step = 0x03707344u;
+  CHECK(element_rand_bits(p, 0x85a308d3, 0x243f6a88) == 0xd16cfe09u);  // counter (k, v, head, step), key (seed lo, hi)
+  p.philox_rounds = 7;
+  CHECK(element_rand_bits(p, 0x85a308d3, 0x243f6a88) != 0xd16cfe09u);
+  p.rounding = Rounding::sr;
+  CHECK(element_rand_bits(p, 1, 2) == sr_bits(p.seed, p.head, 1, 2, p.step));
+  CHECK(parse_rounding("philox") == Rounding::philox);
+  CHECK_THROWS_AS(parse_format_spec("fp32", "", "philox"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_format_spec("bf16x2", "", "sr"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_format_spec("bf16x2", "", "philox"), std::invalid_argument);
 }

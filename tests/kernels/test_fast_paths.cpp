@@ -106,7 +106,7 @@ TEST_CASE("fast paths: emulation head codecs == StateCodec", "[formats]") {
   using formats::FormatId;
   for (FormatId f : formats::kAllFormats)
     for (formats::Scaling s : formats::kAllScalings)
-      for (formats::Rounding r : {formats::Rounding::rne, formats::Rounding::sr}) {
+      for (formats::Rounding r : {formats::Rounding::rne, formats::Rounding::sr, formats::Rounding::philox}) {
         if (!formats::scaling_valid(f, s) || !formats::rounding_valid(f, r)) continue;
         emu::Mode m;
         m.format = f;
