@@ -52,7 +52,8 @@ void add_options(po::options_description& d) {
     ("out", po::value<std::string>()->default_value("results.h5"), "results file (written atomically)")
     ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
     ("resume", po::bool_switch(), "continue a killed sweep: keep the finished runs in <out>.runs/")
-    ("shard", po::value<std::string>(), "i/n: run only the runs with index % n == i (combine with `replayssm merge`)")
+    ("shard", po::value<std::string>(), "i/n: run only shard i of n (formats, policies and models dealt evenly over the shards; "
+     "combine with `replayssm merge`)")
     ("activations", po::value<std::string>(),
      "activation dump (.h5): run every mode on its layers instead of a model (drift only, no KL)")
     ("quiet,q", po::bool_switch(), "no progress output");
@@ -270,8 +271,9 @@ int run(const po::variables_map& cli) {
   }
   const auto plan = sweep::expand_plan(refs, axes);
   std::vector<sweep::RunSpec> mine;
+  const std::vector<int> shard_of = sweep::assign_shards(plan, shard.second);
   for (const auto& r : plan)
-    if (r.index % shard.second == shard.first) mine.push_back(r);
+    if (shard_of[static_cast<std::size_t>(r.index)] == shard.first) mine.push_back(r);
 
   int jobs = vm["jobs"].as<int>();
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -1,5 +1,7 @@
 #include "sweep/sweep_plan.h"
 
+#include <algorithm>
+#include <array>
 #include <set>
 #include <sstream>
 
@@ -93,6 +95,53 @@ std::vector<RunSpec> expand_plan(const std::vector<ModelRef>& models, const Swee
           }
         }
   return plan;
+}
+
+std::vector<int> assign_shards(const std::vector<RunSpec>& plan, int n) {
+  std::vector<int> shard(plan.size(), 0);
+  if (n <= 1) return shard;
+  // The axes in the order of their weight in the choice; a run's value on each axis as one comparable key.
+  constexpr std::size_t kAxes = 6;
+  auto keys = [](const RunSpec& r) {
+    const emu::Mode& m = r.mode;
+    return std::array<std::string, kAxes>{
+        std::string(formats::format_name(m.format)) + ":" + formats::scaling_name(m.scaling),
+        emu::policy_name(m.policy), r.model, formats::rounding_name(m.rounding), emu::usource_name(m.usource),
+        std::to_string(m.L)};
+  };
+  // held[s][a][value]: runs of shard s whose axis a has that value.
+  std::vector<std::array<std::map<std::string, int>, kAxes>> held(static_cast<std::size_t>(n));
+  for (std::size_t start = 0; start < plan.size(); start += static_cast<std::size_t>(n)) {
+    std::vector<char> dealt(static_cast<std::size_t>(n), 0);
+    const std::size_t end = std::min(plan.size(), start + static_cast<std::size_t>(n));
+    for (std::size_t k = start; k < end; ++k) {
+      const auto key = keys(plan[k]);
+      auto load = [&](std::size_t s) {
+        std::array<int, kAxes> c{};
+        for (std::size_t a = 0; a < kAxes; ++a) {
+          const auto it = held[s][a].find(key[a]);
+          c[a] = it == held[s][a].end() ? 0 : it->second;
+        }
+        return c;
+      };
+      std::size_t best = 0;
+      bool found = false;
+      std::array<int, kAxes> best_load{};
+      for (std::size_t s = 0; s < static_cast<std::size_t>(n); ++s) {
+        if (dealt[s]) continue;
+        const auto l = load(s);
+        if (!found || l < best_load) {
+          best = s;
+          best_load = l;
+          found = true;
+        }
+      }
+      dealt[best] = 1;
+      shard[k] = static_cast<int>(best);
+      for (std::size_t a = 0; a < kAxes; ++a) ++held[best][a][key[a]];
+    }
+  }
+  return shard;
 }
 
 std::pair<int, int> parse_shard(const std::string& s) {
