@@ -62,8 +62,8 @@ std::pair<int, int> parse_shard(const std::string& s);
 // time: each run of such a round goes to a different shard, namely the one of the shards not yet dealt to in this
 // round that so far holds the fewest runs of the run's format (with scaling), then of its policy, model, rounding,
 // u-source and L; ties go to the lowest shard. So every shard gets floor(runs/n) or ceil(runs/n) runs, and a
-// kind of run that recurs with the period of the shard count is still spread over the shards (plain index % n
-// gave every shard a single format on experiments/kl_vs_length.ini with 4 or 8 shards). Depends only on the plan
+// kind of run that recurs with the period of the shard count is still spread over the shards (a plain index % n
+// gives every shard a single format on experiments/kl_vs_length.ini with 4 or 8 shards). Depends only on the plan
 // and n, so every shard, a resumed one and merge agree on it; an unsharded sweep (n = 1) is unaffected.
 std::vector<int> assign_shards(const std::vector<RunSpec>& plan, int n);
 

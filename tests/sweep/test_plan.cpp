@@ -62,7 +62,7 @@ TEST_CASE("plan: shards split the plan evenly and mix the formats", "[plan]") {
       INFO("n " << n << " shard " << s);
       CHECK(runs[s] >= lo);
       CHECK(runs[s] <= hi);
-      // index % n gave every shard a single format for n = 4 and 8.
+      // A plain index % n gives every shard a single format for n = 4 and 8.
       if (n <= 8) CHECK(fmts[s].size() >= std::min<std::size_t>(3, static_cast<std::size_t>(runs[s])));
     }
   }
