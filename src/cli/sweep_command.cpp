@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -163,11 +164,16 @@ po::variables_map with_config_file(const po::variables_map& cli) {
   return merged;
 }
 
-void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<std::int64_t>& edges) {
-  // Mean KL in every other bin from position 16 on, and overall: compact enough for a terminal.
+std::vector<std::size_t> table_bins(const std::vector<std::int64_t>& edges) {
+  // Every other bin from position 16 on, and the last: compact enough for a terminal.
   std::vector<std::size_t> cols;
   for (std::size_t b = 0; b + 1 < edges.size(); ++b)
     if (edges[b] >= 16 && (b % 2 == 0 || b + 2 == edges.size())) cols.push_back(b);
+  return cols;
+}
+
+void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<std::int64_t>& edges) {
+  const auto cols = table_bins(edges);
   std::printf("\nmean KL(ref || mode) in nats by position bin\n%-52s", "run");
   for (auto b : cols) std::printf(" %9s", ("<" + std::to_string(edges[b + 1])).c_str());
   std::printf(" %9s %7s %9s\n", "all", "top1", "S drift");
@@ -184,6 +190,19 @@ void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<st
     const auto div = r.attrs.find("diverged_at");
     if (div != r.attrs.end() && div->second != "-1") std::printf("  diverged at position %s", div->second.c_str());
     std::printf("\n");
+  }
+  // Token flips and what the format costs: a mode that keeps KL small can still change the greedy byte.
+  std::printf("\ntoken-flip rate (1 - top-1 agreement) by position bin; bytes per state element (scales included)"
+              " and states per FP32 state's memory\n%-52s %7s %6s", "run", "B/elem", "xFP32");
+  for (auto b : cols) std::printf(" %8s", ("<" + std::to_string(edges[b + 1])).c_str());
+  std::printf(" %10s\n", "first flip");
+  for (const auto& r : runs) {
+    std::printf("%-52s %7.3f %6.2f", r.id.c_str(), r.bytes_per_element, r.capacity_vs_fp32);
+    for (auto b : cols) std::printf(" %8.4f", r.flip_rate_binned[b]);
+    if (r.first_flip < 0)
+      std::printf(" %10s\n", "none");
+    else
+      std::printf(" %10lld\n", static_cast<long long>(r.first_flip));
   }
 }
 
@@ -338,7 +357,8 @@ int run(const po::variables_map& cli) {
       // A run file of this configuration has this sweep's positions and bins; anything else is recomputed (the
       // table and the results file index the bins by the header's edges).
       if (r.kl.size() != static_cast<std::size_t>(tokens) ||
-          r.kl_binned.size() != (header.bins.size() - 1) * sweep::kStats)
+          r.kl_binned.size() != (header.bins.size() - 1) * sweep::kStats ||
+          r.flip_rate_binned.size() != header.bins.size() - 1 || !std::isfinite(r.bytes_per_element))
         continue;
       results[i] = std::move(r);
       done[i] = 1;
