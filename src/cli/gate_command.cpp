@@ -54,7 +54,8 @@ void print_table(const sweep::GateReport& g, const std::vector<std::size_t>& req
     std::printf("%-*s %7s %6s %9s %-12s %8s %-12s %10s  %s\n", width, v.mode.c_str(),
                 number_or_dash("%.3f", v.bytes_per_element).c_str(), number_or_dash("%.2f", v.capacity_vs_fp32).c_str(),
                 number_or_dash("%.2e", v.worst_kl).c_str(), bin_label(g.bins, v.worst_kl_bin).c_str(),
-                number_or_dash("%.4f", v.worst_top1).c_str(), bin_label(g.bins, v.worst_top1_bin).c_str(),
+                number_or_dash("%.4f", v.worst_top1).c_str(),
+                v.worst_top1 == 1.0 ? "-" : bin_label(g.bins, v.worst_top1_bin).c_str(),
                 v.first_flip < 0 ? "none" : std::to_string(v.first_flip).c_str(), verdict.c_str());
   }
 }
