@@ -4,6 +4,7 @@
 // accept a cheaper state format (mean KL <= 1e-3 nats, top-1 agreement >= 99.5%): judged per bin, not over the whole
 // run, so a format whose error grows with length fails at the length where it grows.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct GateThresholds {
 struct ModeVerdict {
   std::string mode;  // the run id (`<model>.<policy>.<format>-<scaling>.<rounding>.L<L>[.u-<source>]`)
   std::string model, format, scaling, rounding, policy;
-  double bytes_per_element = 0, capacity_vs_fp32 = 0;  // NaN when the results file does not record them
+  // NaN when the results file does not record them.
+  double bytes_per_element = std::numeric_limits<double>::quiet_NaN(), capacity_vs_fp32 = bytes_per_element;
   std::vector<double> kl_mean_binned;                  // [bins] mean KL per bin
   std::vector<double> top1_binned;                     // [bins] top-1 agreement per bin (1 - flip rate)
   // The worst bin (NaN: a diverged run, which fails) and its index.
