@@ -18,6 +18,7 @@
 #include "emulation/device_backend.h"
 #include "runtime/forward.h"
 #include "sweep/activation_sweep.h"
+#include "sweep/gate.h"
 #include "sweep/metrics.h"
 #include "sweep/sweep_runner.h"
 
@@ -56,6 +57,9 @@ void add_options(po::options_description& d) {
     ("shard", po::value<std::string>(), "i/n: run only the runs with index % n == i (combine with `replayssm merge`)")
     ("activations", po::value<std::string>(),
      "activation dump (.h5): run every mode on its layers instead of a model (drift only, no KL)")
+    ("gate", po::bool_switch(),
+     "then judge --out as `replayssm gate` does (default thresholds) and print its verdict table; the exit status "
+     "stays the sweep's (`replayssm gate --require` for a failing status and the verdict file)")
     ("quiet,q", po::bool_switch(), "no progress output");
 }
 
@@ -254,7 +258,9 @@ int run(const po::variables_map& cli) {
     sweep::ActivationSweepJob job{vm["activations"].as<std::string>(), out_path, axes,
                                   vm["tokens"].defaulted() ? 0 : tokens, quiet, resolved_options(vm),
                                   resolved_options(vm), command_line(), "", ""};
-    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset"})
+    if (vm["gate"].as<bool>())
+      throw UserError("--gate: an activation-dump sweep has no KL or top-1 to judge (no model head)");
+    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset", "gate"})
       job.config.erase(k);
     int jobs = vm["jobs"].as<int>();
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -307,7 +313,8 @@ int run(const po::variables_map& cli) {
 
   sweep::SweepHeader header;
   header.config = resolved_options(vm);
-  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config"}) header.config.erase(volatile_key);
+  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config", "gate"})
+    header.config.erase(volatile_key);
   header.config["backend"] = be.name;
   header.config["model"] = [&] {
     std::string s;
@@ -435,6 +442,11 @@ int run(const po::variables_map& cli) {
   fs::remove_all(work);
   if (!quiet) print_table(results, header.bins);
   std::cout << "sweep: " << results.size() << " run(s) -> " << out_path << "\n";
+  if (vm["gate"].as<bool>()) {
+    // Judged from the file just written, so the verdicts are those `replayssm gate` gives on it.
+    const auto written = h5::File::open_read(out_path);
+    std::cout << "\n" << sweep::format_gate_table(sweep::judge_results(written, sweep::GateThresholds{}), {});
+  }
   return kExitOk;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 #include "core/errors.h"
@@ -25,6 +26,26 @@ void keep_worst(double value, std::size_t bin, double& worst, std::int64_t& wors
     worst = value;
     worst_bin = static_cast<std::int64_t>(bin);
   }
+}
+
+// "512-1023": the 1-based positions of bin b, inclusive.
+std::string bin_label(const std::vector<std::int64_t>& bins, std::int64_t b) {
+  const auto i = static_cast<std::size_t>(b);
+  return std::to_string(bins[i]) + "-" + std::to_string(bins[i + 1] - 1);
+}
+
+std::string number_or_dash(const char* fmt, double x) {
+  if (!std::isfinite(x)) return std::isnan(x) ? "-" : "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, x);
+  return buf;
+}
+
+template <class... Args>
+std::string formatted(const char* fmt, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
 }
 
 }  // namespace
@@ -108,6 +129,31 @@ std::vector<std::size_t> required_modes(const GateReport& report, const std::str
     if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
   }
   if (out.empty()) throw UserError("--require: empty list");
+  return out;
+}
+
+std::string format_gate_table(const GateReport& g, const std::vector<std::size_t>& required) {
+  int width = 4;
+  for (const auto& v : g.modes) width = std::max(width, static_cast<int>(v.mode.size()));
+  std::string out = formatted("gate: mean KL <= %.3g nats and top-1 agreement >= %.4g in every position bin of ",
+                              g.thresholds.max_kl, g.thresholds.min_top1) +
+                    g.results_path + "\n";
+  out += formatted("%-*s %7s %6s %9s %-12s %8s %-12s %10s  %s\n", width, "mode", "B/elem", "xFP32", "worst KL",
+                   "(positions)", "top1", "(positions)", "first flip", "verdict");
+  for (std::size_t i = 0; i < g.modes.size(); ++i) {
+    const auto& v = g.modes[i];
+    std::string verdict = v.pass ? "PASS" : "FAIL";
+    if (v.diverged_at >= 0) verdict += " (diverged at " + std::to_string(v.diverged_at) + ")";
+    if (std::find(required.begin(), required.end(), i) != required.end()) verdict += " [required]";
+    const std::string top1_bin = v.worst_top1 == 1.0 ? "-" : bin_label(g.bins, v.worst_top1_bin);
+    const std::string flip = v.first_flip < 0 ? "none" : std::to_string(v.first_flip);
+    out += formatted("%-*s %7s %6s %9s %-12s %8s %-12s %10s  ", width, v.mode.c_str(),
+                     number_or_dash("%.3f", v.bytes_per_element).c_str(),
+                     number_or_dash("%.2f", v.capacity_vs_fp32).c_str(), number_or_dash("%.2e", v.worst_kl).c_str(),
+                     bin_label(g.bins, v.worst_kl_bin).c_str(), number_or_dash("%.4f", v.worst_top1).c_str(),
+                     top1_bin.c_str(), flip.c_str()) +
+           verdict + "\n";
+  }
   return out;
 }
 

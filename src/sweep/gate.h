@@ -51,6 +51,10 @@ GateReport judge_results(const h5::File& results, const GateThresholds& t);
 // results file and /runs.
 std::vector<std::size_t> required_modes(const GateReport& report, const std::string& require);
 
+// The table `replayssm gate` prints: mode, bytes per element, capacity vs FP32, worst-bin KL and top-1 with their
+// positions, first flip, verdict (marked [required] for the modes in `required`).
+std::string format_gate_table(const GateReport& report, const std::vector<std::size_t>& required);
+
 // The verdict table (/bins, /gate/*; datasets/README.md "Gate verdicts"); the caller adds provenance.
 void write_gate(h5::File& out, const GateReport& report, const std::string& require, bool required_pass);
 

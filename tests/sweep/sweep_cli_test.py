@@ -123,6 +123,18 @@ with tempfile.TemporaryDirectory() as tmp:
     run(*BASE, "--out", b, "--jobs", "1")
     check(same(ref, datasets(b)), "two runs (jobs 2 and 1) give bit-identical datasets")
 
+    # --gate prints the verdict table of what it wrote and changes nothing in the results.
+    g = os.path.join(tmp, "g.h5")
+    r = run(*BASE, "--out", g, "--gate")
+    check(r.returncode == 0 and "tiny_gdn.conventional_shared.fp32-none.rne.L16" in r.stdout and " PASS" in r.stdout
+          and " FAIL" in r.stdout, f"sweep --gate prints the gate table (exit {r.returncode}): {r.stdout[-300:]}")
+    check(same(ref, datasets(g)), "sweep --gate writes the same datasets and config as without it")
+    rows = [line for line in r.stdout.splitlines() if line.startswith("tiny_")]
+    r = run("gate", g, "--out", os.path.join(tmp, "gate.h5"))
+    check(r.returncode == 0 and len(rows) == 12 and rows == [line for line in r.stdout.splitlines()
+                                                             if line.startswith("tiny_")],
+          "replayssm gate prints the rows sweep --gate printed")
+
     # Shards + merge == unsharded.
     s0, s1, m = (os.path.join(tmp, n) for n in ("s0.h5", "s1.h5", "m.h5"))
     run(*BASE, "--out", s0, "--shard", "0/2")
