@@ -13,6 +13,7 @@ FIGURE is one of the keys of FIGURES below:
     drift-vs-length     results.h5 of `replayssm sweep` (study 2)
     flush-interval      results.h5 of `replayssm sweep --config experiments/flush_interval.ini` (study 5)
     gdn-usource         results.h5 of `replayssm sweep --config experiments/gdn_usource.ini` (study 6)
+    state-schemes       results.h5 of `replayssm sweep --config experiments/state_schemes.ini` (study 7)
     speedup-vs-batch    bench.h5 of `replayssm bench` (study 3)
     verify-latency-vs-T bench.h5 of `replayssm bench` (study 4)
 
@@ -72,7 +73,8 @@ def _s(v):
 def format_label(fmt, scaling="none"):
     """'fp8_e4m3', 'row' -> 'FP8 E4M3 (per row)'; 'nvfp4', 'block' -> 'NVFP4'."""
     names = {"fp32": "FP32", "bf16": "BF16", "fp16": "FP16", "fp8_e4m3": "FP8 E4M3", "fp8_e5m2": "FP8 E5M2",
-             "int8": "INT8", "nvfp4": "NVFP4", "mxfp8": "MXFP8", "mxfp4": "MXFP4"}
+             "int8": "INT8", "int16": "INT16", "bf16x2": "BF16 hi/lo", "nvfp4": "NVFP4", "mxfp8": "MXFP8",
+             "mxfp4": "MXFP4"}
     s = names.get(fmt, fmt.upper())
     if scaling not in ("none", "-", "", "block") or (scaling == "block" and fmt not in ("nvfp4", "mxfp8", "mxfp4")):
         s += " (per %s)" % scaling
@@ -99,6 +101,8 @@ class Sweep:
                 r["id"] = rid
                 for k in ("kl", "kl_binned", "nll", "top1", "output_drift", "state_drift", "flush_steps"):
                     r[k] = np.asarray(g[k][...])
+                # Token flips per bin; None in results files written without them (derive them from top1).
+                r["flip_rate_binned"] = np.asarray(g["flip_rate_binned"][...]) if "flip_rate_binned" in g else None
                 r["L"] = int(r.get("L", "16"))
                 r.setdefault("u_source", "-")
                 self.runs.append(r)
@@ -124,7 +128,7 @@ class Sweep:
             key = (r["format"], r["scaling"])
             if key not in seen and not (lp_only and r["format"] == "fp32"):
                 seen.append(key)
-        order = ["fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "mxfp8", "nvfp4", "mxfp4"]
+        order = ["fp32", "bf16x2", "bf16", "fp16", "int16", "fp8_e4m3", "fp8_e5m2", "int8", "mxfp8", "nvfp4", "mxfp4"]
         return sorted(seen, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[1]))
 
     def nbins(self):
@@ -663,11 +667,18 @@ def _save(fig, out_png):
     os.replace(tmp, out_png)
 
 
+def plot_state_schemes(results, out_png):
+    """Study 7 (notebooks/state_schemes_plots.py, imported here so that the command line reaches it)."""
+    import state_schemes_plots
+    return state_schemes_plots.plot_state_schemes(results, out_png)
+
+
 FIGURES = {
     "kl-vs-length": (plot_kl_vs_length, "results.h5 of replayssm sweep"),
     "drift-vs-length": (plot_drift_vs_length, "results.h5 of replayssm sweep"),
     "flush-interval": (plot_flush_interval, "results of replayssm sweep --config experiments/flush_interval.ini"),
     "gdn-usource": (plot_gdn_usource, "results of replayssm sweep --config experiments/gdn_usource.ini"),
+    "state-schemes": (plot_state_schemes, "results of replayssm sweep --config experiments/state_schemes.ini"),
     "speedup-vs-batch": (plot_speedup_vs_batch, "bench.h5 of replayssm bench"),
     "verify-latency-vs-T": (plot_verify_latency_vs_T, "bench.h5 of replayssm bench"),
 }

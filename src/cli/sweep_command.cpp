@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "emulation/device_backend.h"
 #include "runtime/forward.h"
 #include "sweep/activation_sweep.h"
+#include "sweep/gate.h"
 #include "sweep/metrics.h"
 #include "sweep/sweep_runner.h"
 
@@ -56,6 +58,9 @@ void add_options(po::options_description& d) {
      "combine with `replayssm merge`)")
     ("activations", po::value<std::string>(),
      "activation dump (.h5): run every mode on its layers instead of a model (drift only, no KL)")
+    ("gate", po::bool_switch(),
+     "then judge --out as `replayssm gate` does (default thresholds) and print its verdict table; the exit status "
+     "stays the sweep's (`replayssm gate --require` for a failing status and the verdict file)")
     ("quiet,q", po::bool_switch(), "no progress output");
 }
 
@@ -164,11 +169,16 @@ po::variables_map with_config_file(const po::variables_map& cli) {
   return merged;
 }
 
-void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<std::int64_t>& edges) {
-  // Mean KL in every other bin from position 16 on, and overall: compact enough for a terminal.
+std::vector<std::size_t> table_bins(const std::vector<std::int64_t>& edges) {
+  // Every other bin from position 16 on, and the last: compact enough for a terminal.
   std::vector<std::size_t> cols;
   for (std::size_t b = 0; b + 1 < edges.size(); ++b)
     if (edges[b] >= 16 && (b % 2 == 0 || b + 2 == edges.size())) cols.push_back(b);
+  return cols;
+}
+
+void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<std::int64_t>& edges) {
+  const auto cols = table_bins(edges);
   std::printf("\nmean KL(ref || mode) in nats by position bin\n%-52s", "run");
   for (auto b : cols) std::printf(" %9s", ("<" + std::to_string(edges[b + 1])).c_str());
   std::printf(" %9s %7s %9s\n", "all", "top1", "S drift");
@@ -185,6 +195,19 @@ void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<st
     const auto div = r.attrs.find("diverged_at");
     if (div != r.attrs.end() && div->second != "-1") std::printf("  diverged at position %s", div->second.c_str());
     std::printf("\n");
+  }
+  // Token flips and what the format costs: a mode that keeps KL small can still change the greedy byte.
+  std::printf("\ntoken-flip rate (1 - top-1 agreement) by position bin; bytes per state element (scales included)"
+              " and states per FP32 state's memory\n%-52s %7s %6s", "run", "B/elem", "xFP32");
+  for (auto b : cols) std::printf(" %8s", ("<" + std::to_string(edges[b + 1])).c_str());
+  std::printf(" %10s\n", "first flip");
+  for (const auto& r : runs) {
+    std::printf("%-52s %7.3f %6.2f", r.id.c_str(), r.bytes_per_element, r.capacity_vs_fp32);
+    for (auto b : cols) std::printf(" %8.4f", r.flip_rate_binned[b]);
+    if (r.first_flip < 0)
+      std::printf(" %10s\n", "none");
+    else
+      std::printf(" %10lld\n", static_cast<long long>(r.first_flip));
   }
 }
 
@@ -236,7 +259,9 @@ int run(const po::variables_map& cli) {
     sweep::ActivationSweepJob job{vm["activations"].as<std::string>(), out_path, axes,
                                   vm["tokens"].defaulted() ? 0 : tokens, quiet, resolved_options(vm),
                                   resolved_options(vm), command_line(), "", ""};
-    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset"})
+    if (vm["gate"].as<bool>())
+      throw UserError("--gate: an activation-dump sweep has no KL or top-1 to judge (no model head)");
+    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset", "gate"})
       job.config.erase(k);
     int jobs = vm["jobs"].as<int>();
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -290,7 +315,8 @@ int run(const po::variables_map& cli) {
 
   sweep::SweepHeader header;
   header.config = resolved_options(vm);
-  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config"}) header.config.erase(volatile_key);
+  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config", "gate"})
+    header.config.erase(volatile_key);
   header.config["backend"] = be.name;
   header.config["model"] = [&] {
     std::string s;
@@ -340,7 +366,8 @@ int run(const po::variables_map& cli) {
       // A run file of this configuration has this sweep's positions and bins; anything else is recomputed (the
       // table and the results file index the bins by the header's edges).
       if (r.kl.size() != static_cast<std::size_t>(tokens) ||
-          r.kl_binned.size() != (header.bins.size() - 1) * sweep::kStats)
+          r.kl_binned.size() != (header.bins.size() - 1) * sweep::kStats ||
+          r.flip_rate_binned.size() != header.bins.size() - 1 || !std::isfinite(r.bytes_per_element))
         continue;
       results[i] = std::move(r);
       done[i] = 1;
@@ -417,6 +444,11 @@ int run(const po::variables_map& cli) {
   fs::remove_all(work);
   if (!quiet) print_table(results, header.bins);
   std::cout << "sweep: " << results.size() << " run(s) -> " << out_path << "\n";
+  if (vm["gate"].as<bool>()) {
+    // Judged from the file just written, so the verdicts are those `replayssm gate` gives on it.
+    const auto written = h5::File::open_read(out_path);
+    std::cout << "\n" << sweep::format_gate_table(sweep::judge_results(written, sweep::GateThresholds{}), {});
+  }
   return kExitOk;
 }
 

@@ -72,6 +72,34 @@ std::vector<double> binned_stats(const std::vector<double>& values, const std::v
   return out;
 }
 
+std::vector<double> binned_flip_rate(const std::vector<double>& top1, const std::vector<std::int64_t>& edges) {
+  std::vector<double> out;
+  for (std::size_t b = 0; b + 1 < edges.size(); ++b) {
+    double agree = 0.0;
+    std::size_t n = 0;
+    bool finite = true;
+    for (std::int64_t pos = edges[b]; pos < edges[b + 1] && static_cast<std::size_t>(pos) <= top1.size(); ++pos) {
+      const double x = top1[static_cast<std::size_t>(pos - 1)];
+      finite = finite && std::isfinite(x);
+      agree += x;
+      ++n;
+    }
+    if (n == 0)
+      out.push_back(0.0);
+    else if (!finite)
+      out.push_back(std::numeric_limits<double>::quiet_NaN());
+    else
+      out.push_back(1.0 - agree / static_cast<double>(n));
+  }
+  return out;
+}
+
+std::int64_t first_flip(const std::vector<double>& top1) {
+  for (std::size_t t = 0; t < top1.size(); ++t)
+    if (top1[t] == 0.0) return static_cast<std::int64_t>(t);
+  return -1;
+}
+
 double relative_l2(const double* ref, const double* got, std::size_t n) {
   double num = 0.0, den = 0.0;
   for (std::size_t i = 0; i < n; ++i) {

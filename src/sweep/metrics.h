@@ -27,6 +27,15 @@ std::vector<std::int64_t> power_of_two_edges(int T);
 std::vector<double> binned_stats(const std::vector<double>& values, const std::vector<std::int64_t>& edges);
 inline constexpr int kStats = 4;  // mean, p50, p95, max
 
+// Token flips: how often the mode's greedy next byte differs from the FP64 reference's. A state format can keep a
+// small mean KL and still flip the argmax (close calls move), which is what a user of greedy decoding sees.
+// For each bin: 1 - mean(top1[pos - 1]) over pos in [edge_i, edge_{i+1}); NaN when a position of the bin is not
+// finite (a diverged run has no agreement to count), 0 for a bin past the end of top1. [bins].
+std::vector<double> binned_flip_rate(const std::vector<double>& top1, const std::vector<std::int64_t>& edges);
+// The first 0-based position t with top1[t] == 0, or -1 when the mode agrees everywhere. Non-finite positions (after
+// a divergence, which diverged_at records) are not counted as flips.
+std::int64_t first_flip(const std::vector<double>& top1);
+
 // Relative L2 error ||got - ref|| / ||ref|| of one row (a position's layer output, or a state).
 double relative_l2(const double* ref, const double* got, std::size_t n);
 

@@ -66,6 +66,11 @@ emu::Arch ModelEvaluator::arch() const { return impl_->model.cfg.is_gdn() ? emu:
 
 int ModelEvaluator::layers() const { return impl_->model.cfg.n_layers; }
 
+std::pair<int, int> ModelEvaluator::state_shape() const {
+  const auto& c = impl_->model.cfg;
+  return c.is_gdn() ? std::pair<int, int>{c.V, c.K} : std::pair<int, int>{c.P, c.N};
+}
+
 std::vector<double> ModelEvaluator::reference_logp(const TextSlice& text) {
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   runtime::ReferenceBackend be(threads);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -31,8 +32,16 @@ void write_run(h5::File& f, const std::string& g, const RunResult& r) {
   f.write(g + "/nll", {T}, r.nll.data());
   f.write(g + "/top1", {T}, r.top1.data());
   f.write(g + "/kl_binned", {r.kl_binned.size() / kStats, sz(kStats)}, r.kl_binned.data());
+  if (!r.flip_rate_binned.empty()) {
+    f.write(g + "/flip_rate_binned", {r.flip_rate_binned.size()}, r.flip_rate_binned.data());
+    f.set_attr(g, "first_flip", r.first_flip);
+  }
   write_drift_and_attrs(f, g, r);
   f.set_attr(g, "kl_binned_columns", "mean,p50,p95,max");
+  if (std::isfinite(r.bytes_per_element)) {
+    f.set_attr(g, "bytes_per_element", r.bytes_per_element);
+    f.set_attr(g, "capacity_vs_fp32", r.capacity_vs_fp32);
+  }
 }
 
 void write_drift_and_attrs(h5::File& f, const std::string& g, const RunResult& r) {
@@ -68,6 +77,20 @@ RunResult read_run(const h5::File& f, const std::string& g) {
   r.nll = std::move(nll.data);
   r.top1 = std::move(top1.data);
   r.kl_binned = std::move(kb.data);
+  if (f.exists(g + "/flip_rate_binned")) {
+    auto fr = f.read_f64(g + "/flip_rate_binned", false);  // NaN marks bins of a diverged run
+    h5::require_shape(f, g + "/flip_rate_binned", fr.shape, {kb.dim(0)});
+    r.flip_rate_binned = std::move(fr.data);
+    r.first_flip = f.attr_int(g, "first_flip");
+    if (r.first_flip < -1 || r.first_flip >= static_cast<std::int64_t>(T))
+      f.fail(g + "/@first_flip", "expected -1 or a position below " + std::to_string(T));
+  }
+  if (f.has_attr(g, "bytes_per_element")) {
+    r.bytes_per_element = f.attr_double(g, "bytes_per_element");
+    r.capacity_vs_fp32 = f.attr_double(g, "capacity_vs_fp32");
+    if (!(r.bytes_per_element > 0.0) || !std::isfinite(r.bytes_per_element))
+      f.fail(g + "/@bytes_per_element", "expected a positive number");
+  }
   auto od = f.read_f64(g + "/output_drift", false);
   h5::require_shape(f, g + "/output_drift", od.shape, {0, 0});
   r.layers = static_cast<int>(od.dim(0));

@@ -3,6 +3,7 @@
 // NLL, top-1 agreement, binned KL, and per-layer output and state drift. Runs are written and read through these
 // two functions only, so a resumed, sharded or merged sweep writes exactly the bytes of an uninterrupted one.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,14 @@ struct RunResult {
   std::map<std::string, std::string> attrs;  // model, text, format, scaling, rounding, policy, L, u_source, backend...
   std::vector<double> kl, nll, top1;          // [T]
   std::vector<double> kl_binned;              // [bins][4] mean, p50, p95, max
+  // Token flips (metrics.h): per-bin rate and the first 0-based position where the argmax differs (-1: none).
+  // Empty / -1 when read from a results file that has no `flip_rate_binned` (written by a tool version without it).
+  std::vector<double> flip_rate_binned;       // [bins]
+  std::int64_t first_flip = -1;
+  // The stored format's bytes per state element, scales included (bytes_per_state / (V K) at the model's head
+  // shape), and how many states fit in the memory of one FP32 state (4 / bytes_per_element). NaN when unknown.
+  double bytes_per_element = std::numeric_limits<double>::quiet_NaN();
+  double capacity_vs_fp32 = std::numeric_limits<double>::quiet_NaN();
   int layers = 0;
   std::vector<double> output_drift;           // [layers][T]
   std::vector<std::int64_t> flush_steps;      // [F] 1-based positions at which the state was compared

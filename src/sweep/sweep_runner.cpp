@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "formats/state_codec.h"
 #include "runtime/text.h"
 #include "sweep/metrics.h"
 
@@ -25,6 +26,10 @@ TextSlice load_text(const std::string& path, std::int64_t offset, int tokens) {
   s.tokens = tokens;
   s.bytes = std::move(bytes);
   return s;
+}
+
+double bytes_per_state_element(formats::FormatId format, formats::Scaling scaling, int V, int K) {
+  return static_cast<double>(formats::bytes_per_state(format, V, K, scaling)) / (static_cast<double>(V) * K);
 }
 
 RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSlice& text,
@@ -65,6 +70,11 @@ RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSli
   r.nll = m.nll;
   r.top1 = m.top1;
   r.kl_binned = binned_stats(m.kl, edges);
+  r.flip_rate_binned = binned_flip_rate(m.top1, edges);
+  r.first_flip = first_flip(m.top1);
+  const auto [V, K] = model.state_shape();
+  r.bytes_per_element = bytes_per_state_element(spec.mode.format, spec.mode.scaling, V, K);
+  r.capacity_vs_fp32 = 4.0 / r.bytes_per_element;
   r.layers = drifts.empty() ? model.layers() : static_cast<int>(drifts.size());
   for (std::int64_t s = spec.mode.L; s <= T; s += spec.mode.L) r.flush_steps.push_back(s);
   for (int l = 0; l < r.layers; ++l) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "emulation/decode_api.h"
@@ -33,6 +34,8 @@ class ModelEvaluator {
   const std::string& name() const { return name_; }
   const std::string& path() const { return path_; }
   int layers() const;
+  // The per-head state of the SSM layers, [rows, cols]: GDN [V, K], Mamba-2 [P, N].
+  std::pair<int, int> state_shape() const;
   // [T][256] log-probs of the FP64 reference (T = slice.tokens).
   std::vector<double> reference_logp(const TextSlice& text);
   // [T][256] log-probs with every SSM layer's recurrence run by `backend` in `mode`; drifts[l] per layer.
@@ -44,6 +47,9 @@ class ModelEvaluator {
   std::unique_ptr<Impl> impl_;
   std::string path_, name_;
 };
+
+// Bytes per state element of a stored format at a head shape, scales included: bytes_per_state / (V K).
+double bytes_per_state_element(formats::FormatId format, formats::Scaling scaling, int V, int K);
 
 // One run: the mode's log-probs against the reference, all metrics binned. Deterministic.
 RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSlice& text,

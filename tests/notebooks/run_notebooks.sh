@@ -29,7 +29,7 @@ export REPLAYSSM_FIGURES="$WORK/figures"
 export PATH="/usr/bin:$PATH"          # the kernel is Debian's python3, not a pyenv one
 export PYDEVD_DISABLE_FILE_VALIDATION=1 MPLBACKEND=Agg MPLCONFIGDIR="$WORK/mpl" IPYTHONDIR="$WORK/ipython"
 # Use the committed samples whatever the caller's environment says.
-unset REPLAYSSM_RESULTS REPLAYSSM_FLUSH_RESULTS REPLAYSSM_GDN_RESULTS REPLAYSSM_BENCH
+unset REPLAYSSM_RESULTS REPLAYSSM_FLUSH_RESULTS REPLAYSSM_GDN_RESULTS REPLAYSSM_SCHEMES_RESULTS REPLAYSSM_BENCH
 mkdir -p "$REPLAYSSM_FIGURES"
 
 pass=0; fail=0
@@ -62,6 +62,7 @@ declare -A EXPECT=(
   [kl_drift_vs_length]="kl_vs_length.png drift_vs_length.png"
   [flush_interval]="flush_interval.png"
   [gdn_usource]="gdn_usource.png"
+  [state_schemes]="state_schemes.png"
   [bench]="speedup_vs_batch.png verify_latency_vs_T.png"
 )
 for nb in "$NB"/*.ipynb; do
@@ -102,6 +103,13 @@ if out="$("$PY" "$NB/replayssm_plots.py" kl-vs-length "$SAMPLES/results.h5" "$cl
   ok "replayssm_plots.py kl-vs-length ($why)"
 else
   bad "replayssm_plots.py kl-vs-length: $out $why"
+fi
+cli_png="$WORK/cli/state_schemes.png"
+if out="$("$PY" "$NB/replayssm_plots.py" state-schemes "$SAMPLES/state_schemes.h5" "$cli_png" 2>&1)" &&
+   why="$(check_png "$cli_png" 2>&1)"; then
+  ok "replayssm_plots.py state-schemes ($why)"
+else
+  bad "replayssm_plots.py state-schemes: $out $why"
 fi
 # ... and its errors: a missing input is one line and exit 1, a bad figure name is usage and exit 2.
 "$PY" "$NB/replayssm_plots.py" kl-vs-length "$WORK/nonexistent.h5" "$WORK/x.png" >/dev/null 2>&1; rc=$?

@@ -43,6 +43,10 @@ def datasets(path):
         f.visititems(visit)
         for k, v in f["config"].attrs.items():
             out["config@" + k] = v
+        # The per-run numbers kept as attributes: merge and --resume must carry them too.
+        for name, g in f["runs"].items():
+            for k in ("first_flip", "bytes_per_element", "capacity_vs_fp32", "diverged_at"):
+                out[f"runs/{name}@{k}"] = g.attrs.get(k)
     return out
 
 
@@ -84,8 +88,24 @@ with tempfile.TemporaryDirectory() as tmp:
             check(g["kl_binned"].shape == (8, 4), name + " kl_binned")
             check(g["output_drift"].shape[1] == 160 and g["state_drift"].shape[1] == 10, name + " drift shapes")
             check(np.isfinite(g["kl"][...]).all() and (g["kl"][...] >= 0).all(), name + " kl finite, >= 0")
-            for k in ("model", "format", "scaling", "rounding", "policy", "L", "backend", "device"):
+            for k in ("model", "format", "scaling", "rounding", "policy", "L", "backend", "device", "first_flip",
+                      "bytes_per_element", "capacity_vs_fp32"):
                 check(k in g.attrs, f"{name} attr {k}")
+            # Token flips: the per-bin rate is 1 - mean(top1) over each bin, the first flip the first 0 of top1.
+            top1, edges = g["top1"][...], f["bins"][...]
+            want = [1.0 - top1[lo - 1:hi - 1].mean() for lo, hi in zip(edges[:-1], edges[1:])]
+            check(g["flip_rate_binned"].shape == (8,) and np.allclose(g["flip_rate_binned"][...], want, rtol=0,
+                                                                      atol=1e-15), name + " flip_rate_binned")
+            zeros = np.flatnonzero(top1 == 0)
+            check(int(g.attrs.get("first_flip", -2)) == (int(zeros[0]) if zeros.size else -1), name + " first_flip")
+        # Bytes per state element at the tiny heads (GDN 128 x 128, Mamba-2 64 x 128), scales included.
+        bpe = {f"{m}.conventional_shared.{fmt}.rne.L16": v for m, fmt, v in (
+            ("tiny_gdn", "fp32-none", 4.0), ("tiny_gdn", "fp8_e4m3-row", 1.03125), ("tiny_mamba2", "fp8_e4m3-row", 1.03125),
+            ("tiny_gdn", "nvfp4-block", 0.5 + 1 / 16 + 4 / 16384), ("tiny_mamba2", "nvfp4-block", 0.5 + 1 / 16 + 4 / 8192))}
+        for name, v in bpe.items():
+            got = f["runs"][name].attrs.get("bytes_per_element", -1.0)
+            check(got == v and f["runs"][name].attrs.get("capacity_vs_fp32") == 4.0 / v,
+                  f"{name} bytes_per_element {got} (want {v})")
         for model in ("tiny_gdn", "tiny_mamba2"):
             fp32 = f["runs"][f"{model}.conventional_shared.fp32-none.rne.L16"]["kl"][...].mean()
             nv_conv = f["runs"][f"{model}.conventional_shared.nvfp4-block.rne.L16"]
@@ -102,6 +122,18 @@ with tempfile.TemporaryDirectory() as tmp:
     b = os.path.join(tmp, "b.h5")
     run(*BASE, "--out", b, "--jobs", "1")
     check(same(ref, datasets(b)), "two runs (jobs 2 and 1) give bit-identical datasets")
+
+    # --gate prints the verdict table of what it wrote and changes nothing in the results.
+    g = os.path.join(tmp, "g.h5")
+    r = run(*BASE, "--out", g, "--gate")
+    check(r.returncode == 0 and "tiny_gdn.conventional_shared.fp32-none.rne.L16" in r.stdout and " PASS" in r.stdout
+          and " FAIL" in r.stdout, f"sweep --gate prints the gate table (exit {r.returncode}): {r.stdout[-300:]}")
+    check(same(ref, datasets(g)), "sweep --gate writes the same datasets and config as without it")
+    rows = [line for line in r.stdout.splitlines() if line.startswith("tiny_")]
+    r = run("gate", g, "--out", os.path.join(tmp, "gate.h5"))
+    check(r.returncode == 0 and len(rows) == 12 and rows == [line for line in r.stdout.splitlines()
+                                                             if line.startswith("tiny_")],
+          "replayssm gate prints the rows sweep --gate printed")
 
     # Shards + merge == unsharded.
     s0, s1, m = (os.path.join(tmp, n) for n in ("s0.h5", "s1.h5", "m.h5"))

@@ -54,3 +54,43 @@ TEST_CASE("relative L2", "[metrics]") {
   std::vector<double> a{3, 4}, b{3, 4.5};
   CHECK(std::fabs(relative_l2(a.data(), b.data(), 2) - 0.1) < 1e-15);
 }
+
+TEST_CASE("token-flip rate per bin and the first flip", "[metrics][flips]") {
+  const auto e = power_of_two_edges(8);  // {1, 2, 4, 9}: bins of 1, 2 and 5 positions
+  SECTION("a mode that never flips") {
+    const std::vector<double> top1(8, 1.0);
+    CHECK(binned_flip_rate(top1, e) == std::vector<double>{0.0, 0.0, 0.0});
+    CHECK(first_flip(top1) == -1);
+  }
+  SECTION("a flip at position 0 fills the first bin and is the first flip") {
+    std::vector<double> top1(8, 1.0);
+    top1[0] = 0.0;
+    CHECK(binned_flip_rate(top1, e) == std::vector<double>{1.0, 0.0, 0.0});
+    CHECK(first_flip(top1) == 0);
+  }
+  SECTION("flips later in the run: rate per bin, the earliest counts") {
+    std::vector<double> top1(8, 1.0);
+    top1[2] = 0.0;  // position 3 (1-based): bin [2, 4)
+    top1[4] = 0.0;  // positions 5 and 8: bin [4, 9)
+    top1[7] = 0.0;
+    const auto r = binned_flip_rate(top1, e);
+    REQUIRE(r.size() == 3);
+    CHECK(r[0] == 0.0);
+    CHECK(r[1] == 0.5);
+    CHECK(std::fabs(r[2] - 0.4) < 1e-15);
+    CHECK(first_flip(top1) == 2);
+  }
+  SECTION("a diverged run: NaN positions make the bin NaN and are not flips") {
+    std::vector<double> top1(8, 1.0);
+    for (std::size_t t = 5; t < 8; ++t) top1[t] = std::nan("");
+    const auto r = binned_flip_rate(top1, e);
+    CHECK(r[0] == 0.0);
+    CHECK(r[1] == 0.0);
+    CHECK(std::isnan(r[2]));
+    CHECK(first_flip(top1) == -1);
+  }
+  SECTION("bins past the end of the values are 0, like binned_stats") {
+    const std::vector<double> top1{1.0, 0.0};
+    CHECK(binned_flip_rate(top1, e) == std::vector<double>{0.0, 1.0, 0.0});
+  }
+}
