@@ -178,6 +178,7 @@ bool tuned_applies(const Problem& p, std::string* why) {
   if (p.format != formats::FormatId::fp32 && p.format != formats::FormatId::fp8_e4m3)
     return no("format not instantiated in the tuned kernels");
   if (p.op == Op::state) return no("materialise op");
+  if (p.op == Op::tree) return no("tree verify");
   if (p.K > 128 || p.K % 4 != 0) return no("K > 128 or K % 4 != 0");
   if (p.V > 8 * 32) return no("V > 256");
   if (p.L < 2) return no("L < 2");

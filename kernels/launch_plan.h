@@ -27,7 +27,8 @@
 
 namespace replayssm::kern {
 
-enum class Op : int { step = 0, verify = 1, state = 2 };
+// tree: a draft tree's verify (KParams::parents), run by the reference kernel only.
+enum class Op : int { step = 0, verify = 1, state = 2, tree = 3 };
 
 // ---- the override ------------------------------------------------------------------------------------------------
 struct PlanOverride {

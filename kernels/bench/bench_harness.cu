@@ -15,7 +15,8 @@
 
 #include "emulation/decode_api.h"
 #include "bench/bench_api.h"
-#include "kernels/bench/bench_device.cuh"
+#include "kernels/bench/bench_device.cuh"  // first: bench_model.h sizes sets with its Arena
+#include "kernels/bench/bench_cases.h"
 #include "kernels/bench/bench_model.h"
 #include "kernels/common/decode_kernel.h"
 
@@ -137,12 +138,15 @@ struct Runner {
   void run_case(const Case& c) {
     const emu::Dims& d = c.s.d;
     const bool gdn = c.s.arch == Arch::gdn;
-    const int md = c.op == Op::verify ? std::max(max_drafts, c.T) : max_drafts;
+    const bool drafts = c.op != Op::decode, tree = c.op == Op::tree;
+    const int md = drafts ? std::max(max_drafts, c.T) : max_drafts;
     emu::Mode m = mode_of(c, md);
     emu::check_mode(m, d);
-    if (m.capacity() > 64) throw std::invalid_argument("L - 1 + max drafts must be <= 64 (kernel limit)");
+    const int max_cap = tree ? kern::kMaxRecords : 64;  // trees run on the reference kernel
+    if (m.capacity() > max_cap)
+      throw std::invalid_argument("L - 1 + max drafts must be <= " + std::to_string(max_cap) + " (kernel limit)");
     const emu::StoreLayout lay = emu::store_layout(m, d.V, d.K);
-    const int T = c.op == Op::verify ? c.T : 1;
+    const int T = drafts ? c.T : 1;
     Sizes z{};
     z.heads = d.heads();
     z.VK = std::size_t(d.V) * d.K;
@@ -153,7 +157,7 @@ struct Runner {
     z.replay = m.replay();
     z.recompute = m.recompute();
     z.gdn = gdn;
-    z.snaps = (!z.replay && c.op == Op::verify) ? std::size_t(T) : 0;
+    z.snaps = (!z.replay && drafts) ? std::size_t(T) : 0;
     z.BT = std::size_t(d.B) * T;
     const std::size_t per_set = set_bytes(z, d), touched = std::max<std::size_t>(touched_bytes(z, d), 1);
     int R = int(std::ceil(cfg.l2_factor * res.l2_bytes / double(touched)));
@@ -254,6 +258,25 @@ struct Runner {
     ck(cudaMemcpyAsync(dn, hn.data(), hn.size() * 4, cudaMemcpyHostToDevice, stream), "upload n");
     ck(cudaMemsetAsync(dzero, 0, std::size_t(d.B) * 4, stream), "memset");
     ck(cudaMemsetAsync(dtok, 0, std::size_t(d.B) * 4, stream), "memset");
+    // tree verify's scratch, shared by every set (written before it is read in each launch) and the tree itself
+    Arena tscratch;
+    float *node_states = nullptr, *pa = nullptr, *pk = nullptr, *pw = nullptr;
+    int* dparents = nullptr;
+    if (tree) {
+      const std::size_t nodes = z.replay ? 0 : z.heads * std::size_t(T) * z.VK;
+      const std::size_t path = z.replay ? z.heads * z.cap : 0;
+      tscratch.alloc(Arena::round(nodes * 4) + Arena::round(path * 4) + Arena::round(path * d.K * 4) +
+                         Arena::round(path * d.V * 4) + Arena::round(std::size_t(T) * 4),
+                     "tree scratch");
+      if (nodes) node_states = tscratch.take<float>(nodes);
+      if (path) {
+        pa = tscratch.take<float>(path);
+        pk = tscratch.take<float>(path * d.K);
+        pw = tscratch.take<float>(path * d.V);
+      }
+      dparents = tscratch.take<int>(std::size_t(T));
+      ck(cudaMemcpyAsync(dparents, c.parents.data(), std::size_t(T) * 4, cudaMemcpyHostToDevice, stream), "tree");
+    }
     ck(cudaStreamSynchronize(stream), "case setup");
 
     auto params = [&](int s) {
@@ -262,14 +285,15 @@ struct Runner {
       p.B = d.B, p.G = d.G, p.H = d.H, p.K = d.K, p.V = d.V;
       p.L = c.L, p.cap = m.capacity(), p.max_drafts = z.snaps ? T : md, p.T = T;
       p.policy = m.policy, p.usource = m.usource, p.scaling = m.scaling, p.rounding = m.rounding, p.seed = m.seed;
-      p.op = c.op == Op::verify ? kern::Op::verify : kern::Op::step;
+      p.op = c.op == Op::verify ? kern::Op::verify : tree ? kern::Op::tree : kern::Op::step;
+      p.parents = dparents, p.node_states = node_states, p.pa = pa, p.pk = pk, p.pw = pw;
       p.a = P.a, p.beta = gdn ? P.beta : nullptr, p.v = P.v, p.k = P.k, p.q = P.q, p.skip = gdn ? nullptr : P.skip;
       p.o = P.o;
       p.codes = P.codes, p.scales = P.scales, p.code_bytes = z.code, p.scale_bytes = z.scale;
       p.hp = P.hp, p.snap_codes = P.snap_codes, p.snap_scales = P.snap_scales;
       p.ra = P.ra, p.rbeta = P.rbeta, p.rk = P.rk, p.rw = P.rw, p.rv = P.rv;
       p.n = dn + std::size_t(s) * d.B, p.early = dzero, p.tok = dtok;
-      p.flush_hint = c.op == Op::verify ? 0 : step_flushes[std::size_t(s)];  // as the backend passes it
+      p.flush_hint = drafts ? 0 : step_flushes[std::size_t(s)];  // as the backend passes it
       p.early_hint = 0;  // steady state: no buffer overflows
       return p;
     };
@@ -325,7 +349,7 @@ struct Runner {
 
     Row row;
     row.arch = emu::arch_name(c.s.arch);
-    row.kernel = c.op == Op::verify ? "verify" : "decode";
+    row.kernel = c.op == Op::verify ? "verify" : tree ? tree_kernel_name(c.tree_label) : "decode";
     row.policy = emu::policy_name(m.policy);
     row.usource = (gdn && m.split()) ? emu::usource_name(m.usource) : "-";
     row.format = formats::format_name(m.format);
@@ -364,75 +388,11 @@ struct Runner {
     return Shape{a, emu::Dims{B, cfg.m2_G, cfg.m2_H, cfg.m2_N, cfg.m2_P}};
   }
 
-  static std::string case_name(const Case& c) {
-    std::string s = std::string(emu::arch_name(c.s.arch)) + " B=" + std::to_string(c.s.d.B) + " L=" + std::to_string(c.L) +
-                    (c.op == Op::verify ? " verify T=" + std::to_string(c.T) : " decode") + " " +
-                    emu::policy_name(c.v.policy) + "/" + formats::format_name(c.v.format.format) + "/" +
-                    formats::scaling_name(c.v.format.scaling);
-    if (c.s.arch == Arch::gdn && c.v.policy == Policy::replay_split) s += std::string("/u=") + emu::usource_name(c.v.usource);
-    if (c.v.tc_dots) s += " (tensor-core row dots)";
-    return s;
-  }
-
   void sweep() {
-    Variant base;  // conventional fp32: always timed first, the baseline of every ratio
-    base.format = formats::parse_format_spec("fp32");
     for (int L : cfg.Ls)
       for (int B : cfg.batches)
         for (Arch a : cfg.archs) {
-          std::vector<Case> cases;
-          cases.push_back(Case{shape(a, B), L, base, Op::decode, 1});
-          // Mamba-2 has no u: its split variants differ only in the u-source label, keep one of them
-          auto norm = [&](Variant v) {
-            if (a == Arch::mamba2 || v.policy != Policy::replay_split) v.usource = USource::hp;
-            return v;
-          };
-          auto same = [](const Variant& x, const Variant& y) {
-            return x.policy == y.policy && x.usource == y.usource && x.format.format == y.format.format &&
-                   x.format.scaling == y.format.scaling && x.format.rounding == y.format.rounding &&
-                   x.tc_dots == y.tc_dots;
-          };
-          // the variants whose step runs head_step_kernel's 8-bit row dots (the tensor-core form exists for them:
-          // GDN only)
-          auto tc_applies = [&](const Variant& v) {
-            return a == Arch::gdn && v.format.format == formats::FormatId::fp8_e4m3 &&
-                   v.format.scaling == formats::Scaling::row && v.format.rounding == formats::Rounding::rne &&
-                   v.policy != Policy::conventional_shared &&
-                   !(v.policy == Policy::replay_split && v.usource != USource::lp);
-          };
-          std::vector<Variant> seen{base};
-          for (const Variant& v0 : cfg.variants) {
-            const Variant v = norm(v0);
-            if (std::any_of(seen.begin(), seen.end(), [&](const Variant& x) { return same(x, v); })) continue;
-            seen.push_back(v);
-            cases.push_back(Case{shape(a, B), L, v, Op::decode, 1});
-            if (cfg.tc_dots && !v.tc_dots && tc_applies(v)) {
-              Variant t = v;
-              t.tc_dots = true;
-              seen.push_back(t);
-              cases.push_back(Case{shape(a, B), L, t, Op::decode, 1});
-            }
-          }
-          std::vector<Variant> vseen;
-          for (const Variant& v0 : cfg.verify_variants) {
-            const Variant v = norm(v0);
-            if (std::any_of(vseen.begin(), vseen.end(), [&](const Variant& x) { return same(x, v); })) continue;
-            vseen.push_back(v);
-            for (int T : cfg.spec_T) cases.push_back(Case{shape(a, B), L, v, Op::verify, T});
-            // the grouped FP32 verify's tensor-core form (row dots as 3xTF32; not GDN u=hp), from the draft count
-            // where the plan runs it up to 8
-            const bool tc_verify = v.format.format == formats::FormatId::fp32 &&
-                                   v.policy != Policy::conventional_shared &&
-                                   !(a == Arch::gdn && v.policy == Policy::replay_split && v.usource == USource::hp);
-            if (cfg.tc_dots && !v.tc_dots && tc_verify) {
-              Variant t = v;
-              t.tc_dots = true;
-              vseen.push_back(t);
-              for (int T : cfg.spec_T)
-                if (T >= kern::tc_verify_min_drafts(a == Arch::gdn) && T <= 8)
-                  cases.push_back(Case{shape(a, B), L, t, Op::verify, T});
-            }
-          }
+          const std::vector<Case> cases = cases_for(cfg, shape(a, B), L);
           for (const Case& c : cases) {
             if (cfg.max_seconds > 0 && elapsed_s() > cfg.max_seconds) {
               res.skipped.push_back(case_name(c) + " (time budget)");
@@ -458,7 +418,7 @@ struct Runner {
 
   void ratios() {
     for (Row& r : res.rows) {
-      if (r.kernel != "decode" && r.kernel != "verify") continue;
+      if (r.kernel.rfind("copy", 0) == 0) continue;  // the roofline rows
       const Row* conv = nullptr;
       const Row* own = nullptr;
       for (const Row& q : res.rows) {
@@ -470,7 +430,7 @@ struct Runner {
           own = &q;
       }
       if (conv) r.speedup_vs_conv = conv->median_us / r.median_us;
-      if (r.kernel == "verify") {
+      if (r.kernel != "decode") {  // verify and tree rows
         if (conv) r.vs_conv_step = r.median_us / conv->median_us;
         if (own) r.vs_own_step = r.median_us / own->median_us;
       }

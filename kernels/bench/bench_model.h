@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "bench/bench_api.h"
@@ -20,7 +21,7 @@ struct Shape {
   emu::Dims d;
 };
 
-enum class Op { decode, verify };
+enum class Op { decode, verify, tree };
 
 struct Case {
   Shape s;
@@ -28,6 +29,8 @@ struct Case {
   Variant v;
   Op op = Op::decode;
   int T = 1;
+  std::vector<int> parents;  // Op::tree: the draft tree (T nodes)
+  std::string tree_label;
 };
 
 struct SetPtrs {
@@ -98,7 +101,7 @@ inline double model_bytes(const Case& c, const emu::StoreLayout& lay, double* st
   const double kg = double(d.K) * d.G / d.H;                                // a record's k per head: once per group
   const double rec = 4.0 * (kg + d.V + 2) + (recompute ? 4.0 * d.V : 0.0);  // one record (a, beta, k, w [, v])
   const double recr = 4.0 * (kg + d.V + 1);                                 // what a replay output reads of one
-  const int T = c.op == Op::verify ? c.T : 1;
+  const int T = c.op == Op::decode ? 1 : c.T;  // a tree of T nodes moves what a chain of T drafts does
   // tokens: per head a (+ beta), v (+ skip), output; per (sequence, group) k and q
   const double tok_head = 4.0 * ((gdn ? 2 : 1) + d.V * (gdn ? 1 : 2) + d.V);
   const double tok = T * (heads * tok_head + double(d.B) * d.G * 2.0 * 4.0 * d.K);
@@ -106,7 +109,7 @@ inline double model_bytes(const Case& c, const emu::StoreLayout& lay, double* st
   const double L = c.L;
   if (!replay) {
     state = Sf * (1 + T);  // read + write (decode), read + T snapshots (verify)
-  } else if (c.op == Op::verify) {
+  } else if (c.op != Op::decode) {
     state = Sf + ((gdn && split && c.v.usource == USource::hp) ? E4 : 0.0);
     records = recr * (L - 1) / 2 + T * rec;  // n uniform in 0..L-1 read, T appended
   } else {

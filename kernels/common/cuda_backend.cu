@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -56,7 +55,8 @@ class CudaBackend final : public emu::DecodeBackend {
 
   void init(const emu::Dims& d, const emu::Mode& m, const float* S0) override {
     emu::check_mode(m, d);
-    if (m.capacity() > 64) throw std::invalid_argument("cuda backend: L - 1 + max_drafts must be <= 64");
+    if (m.capacity() > kMaxRecords)
+      throw std::invalid_argument("cuda backend: L - 1 + max_drafts must be <= " + std::to_string(kMaxRecords));
     d_ = d;
     m_ = m;
     lay_ = emu::store_layout(m, d.V, d.K);
@@ -90,6 +90,7 @@ class CudaBackend final : public emu::DecodeBackend {
     n_.assign(std::size_t(d.B), 0);
     tok_.assign(std::size_t(d.B), 0);
     pendingT_ = 0;
+    tree_.clear();
     flushes_ = 0;
     plans_.clear();
     inited_ = true;
@@ -124,20 +125,12 @@ class CudaBackend final : public emu::DecodeBackend {
 
   void accept(const int* accepted) override {
     if (pendingT_ == 0) throw std::logic_error("accept: no verify pending");
+    if (!tree_.empty()) throw std::logic_error("accept: the pending verify is a tree's (accept_path)");
     for (int b = 0; b < d_.B; ++b) {
       const int a = accepted[b];
       if (a < 0 || a > pendingT_) throw std::invalid_argument("accept: accepted length out of range");
       if (!m_.replay()) {
-        if (a > 0)
-          for (int h = 0; h < d_.H; ++h) {
-            const std::size_t hh = std::size_t(b) * d_.H + h;
-            ck(cudaMemcpy(codes_.p + hh * lay_.code_bytes, snap_codes_.p + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.code_bytes,
-                          lay_.code_bytes, cudaMemcpyDeviceToDevice), "accept");
-            if (lay_.scale_bytes)
-              ck(cudaMemcpy(scales_.p + hh * lay_.scale_bytes,
-                            snap_scales_.p + (hh * m_.max_drafts + std::size_t(a - 1)) * lay_.scale_bytes, lay_.scale_bytes,
-                            cudaMemcpyDeviceToDevice), "accept");
-          }
+        if (a > 0) restore_snapshots(b, a - 1);
       } else {
         n_[std::size_t(b)] += a;
       }
@@ -146,12 +139,58 @@ class CudaBackend final : public emu::DecodeBackend {
     pendingT_ = 0;
   }
 
-  // Tree verify has no kernel yet: the CPU emulation (make_emulated_backend) and the mode-aware reference run it.
-  void verify_tree(const emu::TokenBatch&, const int*, float*) override {
-    throw std::runtime_error("cuda: tree verify is not implemented on the GPU yet (use the emulated backend)");
+  // Tree verify on the reference kernel (Op::tree), the emulation's semantics: every node reads its root path;
+  // nothing is committed until accept_path().
+  void verify_tree(const emu::TokenBatch& in, const int* parents, float* o) override {
+    require(in, in.T, "verify_tree");
+    if (in.T > m_.max_drafts) throw std::invalid_argument("verify_tree: T exceeds max_drafts");
+    emu::tree_depths(parents, in.T);  // checks the tree
+    const std::size_t nh = d_.heads(), cap = std::size_t(m_.capacity());
+    if (!m_.replay()) {
+      node_states_.alloc(std::size_t(m_.max_drafts) * d_.state_elems());
+    } else {
+      pa_.alloc(nh * cap);
+      pk_.alloc(nh * cap * d_.K);
+      pw_.alloc(nh * cap * d_.V);
+    }
+    dparents_.upload(parents, std::size_t(in.T));
+    std::vector<int> early(std::size_t(d_.B), 0);
+    for (int b = 0; b < d_.B; ++b)
+      early[std::size_t(b)] = m_.replay() && emu::flushes_early(n_[std::size_t(b)], in.T, m_.capacity());
+    launch(Op::tree, in, early, o, std::size_t(d_.B) * in.T * d_.H * d_.V);
+    for (int b = 0; b < d_.B; ++b)
+      if (early[std::size_t(b)]) n_[std::size_t(b)] = 0, ++flushes_;
+    pendingT_ = in.T;
+    tree_.assign(parents, parents + in.T);
   }
-  void accept_path(const int*) override {
-    throw std::runtime_error("cuda: tree verify is not implemented on the GPU yet (use the emulated backend)");
+
+  void accept_path(const int* node) override {
+    if (pendingT_ == 0 || tree_.empty()) throw std::logic_error("accept_path: no tree verify pending");
+    for (int b = 0; b < d_.B; ++b)
+      if (node[b] < -1 || node[b] >= pendingT_) throw std::invalid_argument("accept_path: node out of range");
+    std::vector<int> paths(std::size_t(d_.B) * m_.max_drafts, 0), lens(std::size_t(d_.B), 0);
+    for (int b = 0; b < d_.B; ++b) {
+      const std::vector<int> path = emu::tree_path(tree_.data(), node[b]);
+      std::copy(path.begin(), path.end(), paths.begin() + std::ptrdiff_t(b) * m_.max_drafts);
+      lens[std::size_t(b)] = int(path.size());
+      if (!m_.replay() && node[b] >= 0) restore_snapshots(b, node[b]);
+    }
+    if (m_.replay()) {
+      dn_.upload(n_.data(), n_.size());
+      dpath_.upload(paths.data(), paths.size());
+      dlen_.upload(lens.data(), lens.size());
+      emu::TokenBatch none;
+      KParams p = params(Op::tree, none);
+      p.n = dn_.p;
+      ck(cudaError_t(launch_accept_path(p, dpath_.p, dlen_.p, nullptr)), "accept_path");
+      ck(cudaDeviceSynchronize(), "accept_path kernel");
+    }
+    for (int b = 0; b < d_.B; ++b) {
+      if (m_.replay()) n_[std::size_t(b)] += lens[std::size_t(b)];
+      tok_[std::size_t(b)] += lens[std::size_t(b)];
+    }
+    pendingT_ = 0;
+    tree_.clear();
   }
 
   void state(float* S) override {
@@ -181,6 +220,18 @@ class CudaBackend final : public emu::DecodeBackend {
   std::vector<std::string> launch_plans() const override { return plans_; }
 
  private:
+  // Conventional accept: every head of sequence b takes the store of snapshot `slot`.
+  void restore_snapshots(int b, int slot) {
+    for (int h = 0; h < d_.H; ++h) {
+      const std::size_t hh = std::size_t(b) * d_.H + h, s = hh * m_.max_drafts + std::size_t(slot);
+      ck(cudaMemcpy(codes_.p + hh * lay_.code_bytes, snap_codes_.p + s * lay_.code_bytes, lay_.code_bytes,
+                    cudaMemcpyDeviceToDevice), "accept");
+      if (lay_.scale_bytes)
+        ck(cudaMemcpy(scales_.p + hh * lay_.scale_bytes, snap_scales_.p + s * lay_.scale_bytes, lay_.scale_bytes,
+                      cudaMemcpyDeviceToDevice), "accept");
+    }
+  }
+
   void require(const emu::TokenBatch& in, int T, const char* what) const {
     if (!inited_) throw std::logic_error(std::string(what) + ": init() first");
     if (pendingT_ != 0) throw std::logic_error(std::string(what) + ": accept() the pending verify first");
@@ -197,6 +248,7 @@ class CudaBackend final : public emu::DecodeBackend {
     p.codes = codes_.p, p.scales = scales_.p, p.code_bytes = lay_.code_bytes, p.scale_bytes = lay_.scale_bytes;
     p.hp = hp_.p, p.snap_codes = snap_codes_.p, p.snap_scales = snap_scales_.p;
     p.ra = ra_.p, p.rbeta = rbeta_.p, p.rk = rk_.p, p.rw = rw_.p, p.rv = rv_.p;
+    p.parents = dparents_.p, p.node_states = node_states_.p, p.pa = pa_.p, p.pk = pk_.p, p.pw = pw_.p;
     return p;
   }
 
@@ -208,7 +260,8 @@ class CudaBackend final : public emu::DecodeBackend {
     if (m_.replay()) {  // what the kernels' op_flushes sees, for the tuned flush kernel's grid
       int count = 0, early_count = 0;
       for (int b = 0; b < d_.B; ++b) {
-        count += early[std::size_t(b)] != 0 || (p.op != Op::verify && emu::step_fills_window(n_[std::size_t(b)], p.L));
+        count += early[std::size_t(b)] != 0 ||
+                 (p.op != Op::verify && p.op != Op::tree && emu::step_fills_window(n_[std::size_t(b)], p.L));
         early_count += early[std::size_t(b)] != 0;
       }
       p.early_hint = early_count;
@@ -216,7 +269,8 @@ class CudaBackend final : public emu::DecodeBackend {
       p.flush_hint = count > 0 && (hint > 0 || hint == kUnknownHint) ? hint : count;
     }
     const LaunchPlan plan = plan_op(m_.arch, m_.format, p, override_);
-    const std::string text = std::string(p.op == Op::step ? "step: " : p.op == Op::verify ? "verify: " : "state: ") +
+    const char* op = p.op == Op::step ? "step: " : p.op == Op::verify ? "verify: " : p.op == Op::tree ? "tree: " : "state: ";
+    const std::string text = std::string(op) +
                              to_string(plan);
     if (std::find(plans_.begin(), plans_.end(), text) == plans_.end()) plans_.push_back(text);
     ck(cudaError_t(launch_planned(m_.arch, m_.format, p, plan, nullptr)), "launch");
@@ -248,8 +302,10 @@ class CudaBackend final : public emu::DecodeBackend {
   emu::StoreLayout lay_;
   DevBuf<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
   DevBuf<float> hp_, ra_, rbeta_, rk_, rw_, rv_, da_, dbeta_, dv_, dk_, dq_, dskip_, dout_;
-  DevBuf<int> dn_, dearly_, dtok_;
+  DevBuf<float> node_states_, pa_, pk_, pw_;  // tree verify's scratch (KParams::node_states, pa, pk, pw)
+  DevBuf<int> dn_, dearly_, dtok_, dparents_, dpath_, dlen_;
   std::vector<int> n_, tok_;
+  std::vector<int> tree_;  // the pending tree verify's parents (empty: none, or a chain verify's)
   int pendingT_ = 0;
   long flushes_ = 0;
   bool inited_ = false;

@@ -94,11 +94,12 @@ struct HeadCtx {
     }
   }
 
-  // Window decays of m records into G / total (thread 0), then d_j = k_j . x for j < nd, coef_j = G_j d_j.
-  __device__ void gammas_and_coefs(int m, const float* x, int nd) {
-    if (tid == 0) *total = emu::window_gammas(ra(), m, G);
+  // Window decays of m records (decays a, keys rk) into G / total (thread 0), then d_j = k_j . x for j < nd,
+  // coef_j = G_j d_j.
+  __device__ void gammas_and_coefs(const float* a, const float* rk, int m, const float* x, int nd) {
+    if (tid == 0) *total = emu::window_gammas(a, m, G);
     for (int j = warp; j < nd; j += kWarps) {
-      const float dj = warp_dot(rk() + std::size_t(j) * p.K, x, p.K, lane);
+      const float dj = warp_dot(rk + std::size_t(j) * p.K, x, p.K, lane);
       if (lane == 0) d[j] = dj;
     }
     __syncthreads();
@@ -108,16 +109,22 @@ struct HeadCtx {
 
   // GDN: u of record i from checkpoint S (smem) and records 0..i-1, into rw row i.
   __device__ void gdn_record_u(const float* S, int i, float beta, const float* v) {
-    const float* k = rk() + std::size_t(i) * p.K;
-    gammas_and_coefs(i + 1, k, i);
+    gdn_u_over(ra(), rk(), rw(), S, i, beta, v, rw() + std::size_t(i) * p.V);
+  }
+  // The same over any records (a [m], rk [m][K], rw [m][V]; record i's key at rk row i), u into u [V].
+  __device__ void gdn_u_over(const float* a, const float* rk, const float* rw, const float* S, int i, float beta,
+                             const float* v, float* u) {
+    const float* k = rk + std::size_t(i) * p.K;
+    gammas_and_coefs(a, rk, i + 1, k, i);
     for (int r = warp; r < p.V; r += kWarps) {
       const float sck = warp_dot(S + std::size_t(r) * p.K, k, p.K, lane);
-      if (lane == 0) rw()[std::size_t(i) * p.V + r] = emu::gdn_u(beta, v[r], emu::window_sum(*total, sck, coef, rw(), p.V, r, i));
+      if (lane == 0) u[r] = emu::gdn_u(beta, v[r], emu::window_sum(*total, sck, coef, rw, p.V, r, i));
     }
     __syncthreads();
   }
 
-  __device__ void append(int i, int t, bool out_loaded) {
+  // Token t's record fields into slot i: a, beta, k, v (u=recompute) and, for Mamba-2, w = v (GDN's u comes after).
+  __device__ void store_record(int i, int t) {
     const float* v = tok_v(t);
     const float* k = tok_k(t);
     if (tid == 0) {
@@ -130,6 +137,11 @@ struct HeadCtx {
       if (!kGdn) rw()[std::size_t(i) * p.V + r] = v[r];
     }
     __syncthreads();
+  }
+
+  __device__ void append(int i, int t, bool out_loaded) {
+    const float* v = tok_v(t);
+    store_record(i, t);
     if constexpr (kGdn) {
       if (split() && p.usource == emu::USource::hp) {
         load_rec();
@@ -142,14 +154,16 @@ struct HeadCtx {
   }
 
   // Non-flush output over m records from Sout (loaded).
-  __device__ void replay_output(int m, int t) {
+  __device__ void replay_output(int m, int t) { replay_output_over(ra(), rk(), rw(), m, t); }
+  // The same over any records (a [m], rk [m][K], rw [m][V]).
+  __device__ void replay_output_over(const float* a, const float* rk, const float* rw, int m, int t) {
     const float* q = tok_q(t);
     const float* skip = tok_skip(t);
-    gammas_and_coefs(m, q, m);
+    gammas_and_coefs(a, rk, m, q, m);
     float* o = out_o(t);
     for (int r = warp; r < p.V; r += kWarps) {
       const float scq = warp_dot(Sout + std::size_t(r) * p.K, q, p.K, lane);
-      if (lane == 0) o[r] = emu::add_skip(emu::window_sum(*total, scq, coef, rw(), p.V, r, m), skip, r);
+      if (lane == 0) o[r] = emu::add_skip(emu::window_sum(*total, scq, coef, rw, p.V, r, m), skip, r);
     }
     __syncthreads();
   }
@@ -162,7 +176,7 @@ struct HeadCtx {
     if (tid == 0) *total = emu::window_gammas(ra(), m, G);
     __syncthreads();
     const float tot = *total;
-    float rowcoef[64];  // m <= cap <= 64 (checked on the host)
+    float rowcoef[kMaxRecords];  // m <= cap <= kMaxRecords (checked on the host)
     for (int r = warp; r < p.V; r += kWarps) {
       for (int j = 0; j < m; ++j) rowcoef[j] = __fmul_rn(G[j], rw()[std::size_t(j) * p.V + r]);
       float* row = Srec + std::size_t(r) * p.K;
@@ -191,39 +205,111 @@ struct HeadCtx {
     encode(Srec, codes(), scales(), std::uint32_t(p.tok[b]));
   }
 
+  // One conventional step of token t on the FP32 state S (smem, in place); its output reads the updated state.
+  __device__ void conv_token(float* S, int t) {
+    const float a = tok_a(t), beta = tok_beta(t);
+    const float *v = tok_v(t), *k = tok_k(t), *q = tok_q(t), *skip = tok_skip(t);
+    float* o = out_o(t);
+    for (int r = warp; r < p.V; r += kWarps) {
+      float* row = S + std::size_t(r) * p.K;
+      for (int base = 0; base < p.K; base += 128)
+        for (int e = 0; e < 4; ++e) {
+          const int c = base + 4 * lane + e;
+          if (c < p.K) row[c] = emu::conv_decay(a, row[c]);
+        }
+      __syncwarp();
+      float w = v[r];
+      if constexpr (kGdn) w = emu::gdn_u(beta, v[r], warp_dot(row, k, p.K, lane));
+      for (int base = 0; base < p.K; base += 128)
+        for (int e = 0; e < 4; ++e) {
+          const int c = base + 4 * lane + e;
+          if (c < p.K) row[c] = emu::conv_update(w, k[c], row[c]);
+        }
+      __syncwarp();
+      const float y = warp_dot(row, q, p.K, lane);
+      if (lane == 0) o[r] = emu::add_skip(y, skip, r);
+    }
+  }
+
   __device__ void conventional() {
     load_out();
     const int T = p.op == Op::verify ? p.T : 1;
     for (int t = 0; t < T; ++t) {
-      const float a = tok_a(t), beta = tok_beta(t);
-      const float *v = tok_v(t), *k = tok_k(t), *q = tok_q(t), *skip = tok_skip(t);
-      float* o = out_o(t);
-      for (int r = warp; r < p.V; r += kWarps) {
-        float* row = Sout + std::size_t(r) * p.K;
-        for (int base = 0; base < p.K; base += 128)
-          for (int e = 0; e < 4; ++e) {
-            const int c = base + 4 * lane + e;
-            if (c < p.K) row[c] = emu::conv_decay(a, row[c]);
-          }
-        __syncwarp();
-        float w = v[r];
-        if constexpr (kGdn) w = emu::gdn_u(beta, v[r], warp_dot(row, k, p.K, lane));
-        for (int base = 0; base < p.K; base += 128)
-          for (int e = 0; e < 4; ++e) {
-            const int c = base + 4 * lane + e;
-            if (c < p.K) row[c] = emu::conv_update(w, k[c], row[c]);
-          }
-        __syncwarp();
-        const float y = warp_dot(row, q, p.K, lane);
-        if (lane == 0) o[r] = emu::add_skip(y, skip, r);
-      }
+      conv_token(Sout, t);
       const std::uint32_t step = std::uint32_t(p.tok[b] + t);
       if (p.op == Op::verify) {
-        const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
-        encode(Sout, p.snap_codes + slot * p.code_bytes, p.snap_scales + slot * p.scale_bytes, step);
+        encode(Sout, snap_codes(t), snap_scales(t), step);
       } else {
         encode(Sout, codes(), scales(), step);
       }
+    }
+  }
+  __device__ std::uint8_t* snap_codes(int slot) const {
+    return p.snap_codes + (std::size_t(hh) * p.max_drafts + slot) * p.code_bytes;
+  }
+  __device__ std::uint8_t* snap_scales(int slot) const {
+    return p.snap_scales + (std::size_t(hh) * p.max_drafts + slot) * p.scale_bytes;
+  }
+
+  // ---- tree verify (KParams::parents; the emulation's verify_tree, formula for formula) ----
+  __device__ int tree_depth(int i) const {
+    int d = 0;
+    for (int j = i; j >= 0; j = p.parents[j]) ++d;
+    return d;
+  }
+
+  // Conventional store-all: node i's FP32 state is its parent's (the decoded store for a root child) stepped by token
+  // i, kept in node_states and quantised into snapshot i with the SR step of its token index (tok + depth - 1).
+  __device__ void tree_conventional() {
+    load_out();
+    float* nodes = p.node_states + std::size_t(hh) * p.max_drafts * VK;
+    for (int i = 0; i < p.T; ++i) {
+      const int parent = p.parents[i];
+      const float* from = parent < 0 ? Sout : nodes + std::size_t(parent) * VK;
+      for (std::size_t e = tid; e < VK; e += kThreads) Srec[e] = from[e];
+      __syncthreads();
+      conv_token(Srec, i);
+      __syncthreads();
+      for (std::size_t e = tid; e < VK; e += kThreads) nodes[std::size_t(i) * VK + e] = Srec[e];
+      encode(Srec, snap_codes(i), snap_scales(i), std::uint32_t(p.tok[b] + tree_depth(i) - 1));
+    }
+  }
+
+  // ReplaySSM: node i's record goes to slot n + i; the path scratch (pa, pk, pw) holds the window's n records and then
+  // those of i's root path (copies: the same values and bits), over which u (GDN) and the output are the chain's.
+  __device__ void tree_replay() {
+    int n = p.n[b];
+    if (p.early[b]) {
+      flush_window(n, 0, false);
+      n = 0;
+    }
+    load_out();
+    const bool from_hp = kGdn && split() && p.usource == emu::USource::hp;
+    if (from_hp) load_rec();
+    float* pa = p.pa + std::size_t(hh) * p.cap;
+    float* pk = p.pk + std::size_t(hh) * p.cap * p.K;
+    float* pw = p.pw + std::size_t(hh) * p.cap * p.V;
+    for (int j = tid; j < n; j += kThreads) pa[j] = ra()[j];
+    for (std::size_t e = tid; e < std::size_t(n) * p.K; e += kThreads) pk[e] = rk()[e];
+    for (std::size_t e = tid; e < std::size_t(n) * p.V; e += kThreads) pw[e] = rw()[e];
+    for (int i = 0; i < p.T; ++i) {
+      const int slot = n + i, depth = tree_depth(i), m = n + depth;
+      store_record(slot, i);
+      // the root path, deepest first: node j at path position d goes to scratch row n + d (w of ancestors only)
+      int d = depth - 1;
+      for (int j = i; j >= 0; j = p.parents[j], --d) {
+        const std::size_t src = std::size_t(n + j), dst = std::size_t(n + d);
+        if (tid == 0) pa[dst] = ra()[src];
+        for (int c = tid; c < p.K; c += kThreads) pk[dst * p.K + c] = rk()[src * p.K + c];
+        if (j != i)
+          for (int r = tid; r < p.V; r += kThreads) pw[dst * p.V + r] = rw()[src * p.V + r];
+      }
+      __syncthreads();
+      float* w = rw() + std::size_t(slot) * p.V;  // Mamba-2: v, stored with the record
+      if constexpr (kGdn) gdn_u_over(pa, pk, pw, from_hp ? Srec : Sout, m - 1, tok_beta(i), tok_v(i), w);
+      for (int r = tid; r < p.V; r += kThreads) pw[std::size_t(m - 1) * p.V + r] = w[r];
+      __syncthreads();
+      replay_output_over(pa, pk, pw, m, i);
     }
   }
 
@@ -282,6 +368,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(KParams p) {
   c.total = c.coef + p.cap + 1;
   if (p.op == Op::state)
     c.state();
+  else if (p.op == Op::tree && p.policy == emu::Policy::conventional_shared)
+    c.tree_conventional();
+  else if (p.op == Op::tree)
+    c.tree_replay();
   else if (p.policy == emu::Policy::conventional_shared)
     c.conventional();
   else

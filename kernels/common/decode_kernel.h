@@ -63,7 +63,16 @@ struct KParams {
   // holds flush items, the other rows the step's sequences in order.
   int fused_rows = 0, fused_stride = 1;
   int fused_scratch = 0;  // its flush rows' scan scratch: an int offset into dynamic shared memory past both layouts
+  // Op::tree (the reference kernel): the draft tree's parents [T] (-1 = the committed state), the same for every
+  // sequence; conventional: every node's FP32 state [heads][max_drafts][V][K]; ReplaySSM: the window and one root
+  // path's records [heads][cap](x K | V).
+  const int* parents = nullptr;
+  float* node_states = nullptr;
+  float *pa = nullptr, *pk = nullptr, *pw = nullptr;
 };
+
+// The reference kernel's largest buffer (records of the window plus drafts); the tuned kernels take at most 64.
+inline constexpr int kMaxRecords = 128;
 
 // The plan of one op on the current device (the tuned launcher's layout facts filled in from the codec) and its
 // launch; both launch functions return a cudaError_t as int (0 = success). launch() plans and launches in one call.
@@ -88,6 +97,9 @@ template <bool kGdn, OpKind kKind>
 int launch_tuned(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream);
 int launch_reference_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_reference_mamba2(formats::FormatId f, const KParams& p, void* stream);
+// Accepting a tree path under ReplaySSM (kernels/common/tree_accept.cu): for sequence b, the records of path
+// path[b][0..len[b]) (node indices of the last tree verify, root first) move to the slots after its n[b] records.
+int launch_accept_path(const KParams& p, const int* path, const int* len, void* stream);
 
 // step_flush_kernel's grid (H, B + F): flush row j sits at grid row j * k (j < F), the other rows are the step's
 // sequences in order. The sequence of step row y (not a flush row) is y less the flush rows before it.

@@ -26,6 +26,11 @@ Device current_device() {
 }
 
 LaunchPlan plan_op(emu::Arch arch, formats::FormatId f, const KParams& p, const PlanOverride& o) {
+  if (p.op == Op::tree) {  // the reference kernel alone verifies trees (launch_plan.cpp: tuned_applies agrees)
+    LaunchPlan plan;
+    plan.reason = "tree verify";
+    return plan;
+  }
   const Device dev = current_device();
   return arch == emu::Arch::gdn ? plan_fast_gdn(f, p, o, dev) : plan_fast_mamba2(f, p, o, dev);
 }

@@ -36,6 +36,12 @@ struct Config {
   std::vector<int> spec_T;        // verify draft counts (empty: no verify rows)
   std::vector<Variant> variants;  // decode variants; conventional fp32 is always timed (it is the baseline)
   std::vector<Variant> verify_variants;
+  // draft trees timed as tree verify (reference kernel) for every verify variant: label (as given) and parents
+  struct Tree {
+    std::string label;
+    std::vector<int> parents;
+  };
+  std::vector<Tree> trees;
   // each GDN decode variant whose step runs head_step_kernel's 8-bit row dots (row-scaled E4M3, replay-shared or
   // replay-split u=lp) is also timed with tc_dots (--step-dots exact,tc), beside the bit-exact form
   bool tc_dots = false;

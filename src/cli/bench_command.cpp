@@ -19,6 +19,7 @@
 #include "emulation/decode_api.h"
 #include "emulation/device_backend.h"
 #include "formats/format_id.h"
+#include "reference/tree_verify.h"
 #if defined(REPLAYSSM_HAVE_CUDA)
 #include "bench/bench_api.h"
 #include "cli/bench_targets.h"
@@ -42,6 +43,9 @@ void add_options(po::options_description& d) {
       "verify-policies", po::value<std::string>()->default_value("conventional,replay-shared"),
       "policies timed as chain verify (store-all vs ReplaySSM)")(
       "verify-formats", po::value<std::string>()->default_value("fp32"), "formats timed as chain verify")(
+      "tree", po::value<std::vector<std::string>>()->composing(),
+      "also time tree verify of this draft tree (repeatable) for every verify policy and format, on the reference "
+      "kernel: chain[:T] | binary[:DEPTH] | star[:T] | a branching list per depth like 4,2,2,1; at most 64 nodes")(
       "step-dots", po::value<std::string>()->default_value("exact,tc"),
       "forms of the ReplaySSM row dots: exact (the emulation's bits) and/or tc (tensor cores, validated against FP64; "
       "rows for GDN's row-scaled fp8_e4m3 replay steps, split u=lp, and for the fp32 ReplaySSM verify, T = 4..8 for "
@@ -375,11 +379,21 @@ int run(const po::variables_map& vm) {
   if (gs[2] % 4 != 0 || ms[2] % 4 != 0) throw UserError("--gdn-shape / --mamba2-shape: K and N must be multiples of 4");
   if (vm["reps"].as<int>() < 1 || vm["min-reps"].as<int>() < 1 || vm["steps"].as<int>() < 1)
     throw UserError("--reps, --min-reps and --steps must be >= 1");
+  std::vector<std::pair<std::string, std::vector<int>>> trees;
+  if (vm.count("tree"))
+    for (const std::string& t : vm["tree"].as<std::vector<std::string>>()) {
+      try {
+        trees.emplace_back(t, ref::tree_from_text(t, ref::kMaxTreeNodes).parent);
+      } catch (const std::invalid_argument& e) {
+        throw UserError(std::string("--tree: ") + e.what());
+      }
+    }
 
 #if !defined(REPLAYSSM_HAVE_CUDA)
   (void)var;
   (void)vvar;
   (void)dots_tc;
+  (void)trees;
   throw UserError("bench: no CUDA device: this build has no CUDA kernels (configure with -DREPLAYSSM_CUDA=ON)",
                   kExitNoDevice);
 #else
@@ -393,6 +407,7 @@ int run(const po::variables_map& vm) {
   cfg.spec_T = spec_T;
   cfg.variants = var;
   cfg.verify_variants = vvar;
+  for (const auto& [label, parents] : trees) cfg.trees.push_back(kbench::Config::Tree{label, parents});
   cfg.tc_dots = dots_tc;
   cfg.gdn_Hk = gs[0], cfg.gdn_Hv = gs[1], cfg.gdn_K = gs[2], cfg.gdn_V = gs[3];
   cfg.m2_H = ms[0], cfg.m2_P = ms[1], cfg.m2_N = ms[2], cfg.m2_G = ms[3];

@@ -49,7 +49,7 @@ void add_options(po::options_description& d) {
       "(e.g. conventional_shared/bf16, replay_shared/fp8_e4m3/row/L=16): judged against the mode-aware FP64 "
       "reference with a derived bound instead of --rtol")(
       "tree", po::value<std::string>(),
-      "also run tree speculative verify cases (emulated rows; no GPU kernel yet): chain[:T] | binary[:DEPTH] | "
+      "also run tree speculative verify cases (the GPU's on the reference kernel): chain[:T] | binary[:DEPTH] | "
       "star[:T] | a branching list per depth like 4,2,2,1; at most 64 nodes")(
       "save-expected", po::value<std::string>(),
       "--external --mode: also write what theirs should be (the mode-aware reference and this tool's emulation of "
@@ -95,12 +95,9 @@ void print_row(const CheckRow& r, const std::string& backend, int n, int fails) 
 }
 
 // The tree of --tree (empty without it), or exit 2 naming --tree.
-std::vector<int> checked_tree(const po::variables_map& vm, const std::string& backend) {
+std::vector<int> checked_tree(const po::variables_map& vm) {
   if (!vm.count("tree")) return {};
   if (vm.count("external")) throw UserError("--tree applies to the random cases, not to --external");
-  if (backend == "cuda")
-    throw UserError("--tree: tree verify runs on the emulated backend only (no GPU kernel yet); use --backend "
-                    "emulated or all");
   try {
     return ref::tree_from_text(vm["tree"].as<std::string>(), ref::kMaxTreeNodes).parent;
   } catch (const std::invalid_argument& e) {
@@ -113,7 +110,7 @@ bool is_tree_case(const Case& c) {
 }
 
 int run(const po::variables_map& vm) {
-  const std::vector<int> tree = checked_tree(vm, vm["backend"].as<std::string>());
+  const std::vector<int> tree = checked_tree(vm);
   if (vm.count("external")) {  // an outside kernel's file against the FP64 reference (core/external_validation.h)
     if (!vm.count("activations"))
       throw UserError("--external needs --activations acts.h5 (the dump the outside kernel ran on)");
@@ -215,15 +212,15 @@ int run(const po::variables_map& vm) {
       for (std::size_t i = 0; i < cs.size(); ++i) {
         // the pass criterion: the mode-aware FP64 reference (the codec where the mode stores); the distance to the
         // plain FP64 recurrence is reported beside it as a measurement
-        const bool tree_case = is_tree_case(cs[i]);  // the emulation only; its mode holds the tree's drafts
+        const bool tree_case = is_tree_case(cs[i]);  // its mode holds the tree's drafts
         const Mode mc = tree_case ? tree_mode(m, int(tree.size())) : m;
         const ModeAwareRun er = run_mode_aware(*emu, mc, cs[i], ins[i]);
         const CaseOutputs& e = er.got;
         if (run_emu_rows) record("emulated", check_vs_mode_aware(mc, cs[i], ins[i], er, &refs[i]));
-        if (cuda && !tree_case) {
-          const ModeAwareRun gr = run_mode_aware(*cuda, m, cs[i], ins[i]);
-          record("cuda", check_vs_mode_aware(m, cs[i], ins[i], gr, &refs[i]));
-          record("cuda", check_vs_emulation(m, cs[i], ins[i], e, gr.got));
+        if (cuda) {
+          const ModeAwareRun gr = run_mode_aware(*cuda, mc, cs[i], ins[i]);
+          record("cuda", check_vs_mode_aware(mc, cs[i], ins[i], gr, &refs[i]));
+          record("cuda", check_vs_emulation(mc, cs[i], ins[i], e, gr.got));
           for (const std::string& pl : cuda->launch_plans())
             if (std::find(plans.begin(), plans.end(), pl) == plans.end()) plans.push_back(pl);
         }
@@ -246,7 +243,7 @@ int run(const po::variables_map& vm) {
 const Registrar reg{{"validate", "check every decode kernel x mode against the FP64 reference and the emulation",
                      add_options, run,
                      "replayssm validate --arch all --backend all --shapes small\n"
-                     "  replayssm validate --backend emulated --tree 4,2,2,1\n"
+                     "  replayssm validate --backend all --tree 4,2,2,1\n"
                      "  replayssm validate --external theirs.h5 --activations acts.h5 [--rtol 1e-4]\n"
                      "  replayssm validate --external theirs.h5 --activations acts.h5 --mode conventional_shared/bf16",
                      ""}};

@@ -342,6 +342,16 @@ def validate_tree_unknown(tmp):
 
 
 @case
+def bench_tree_unknown(tmp):
+    return Expect(["bench", "--tree", "bush"], ["--tree", "bush"])
+
+
+@case
+def bench_tree_too_many_nodes(tmp):
+    return Expect(["bench", "--tree", "chain:4", "--tree", "star:65"], ["--tree", "65 nodes", "64"])
+
+
+@case
 def validate_tree_too_many_nodes(tmp):
     return Expect(["validate", "--backend", "emulated", "--tree", "binary:6"], ["--tree", "126 nodes", "64"])
 
@@ -349,11 +359,6 @@ def validate_tree_too_many_nodes(tmp):
 @case
 def validate_tree_zero_branching(tmp):
     return Expect(["validate", "--backend", "emulated", "--tree", "4,0,2"], ["--tree", "'0'"])
-
-
-@case
-def validate_tree_on_cuda(tmp):
-    return Expect(["validate", "--backend", "cuda", "--tree", "chain"], ["--tree", "emulated"])
 
 
 @case
