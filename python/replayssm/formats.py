@@ -32,7 +32,7 @@ class Quantized:
 
 
 def names() -> List[str]:
-    """Every state format: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
+    """Every state format: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int8_ef, int16, nvfp4, mxfp8, mxfp4."""
     return list(_core.format_names())
 
 
@@ -49,8 +49,9 @@ def bytes_per_state(format: str, V: int, K: int, scaling: Optional[str] = None) 
 def quantize(x, format: str, scaling: Optional[str] = None, rounding: str = "rne", seed: int = 0,
              step: int = 0) -> Quantized:
     """Encodes x [..., V, K] (float32 after conversion; NaN/Inf allowed, see the formats README) in a format and
-    decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8/int16, block for
-    nvfp4/mx); rounding "rne", "sr" (stochastic, the counter hash of seed, head and step) or "philox"
+    decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8/int16, column for
+    int8_ef, block for nvfp4/mx). int8_ef is stored as a first store (no previous state: its residual is the error of
+    this store, not yet fed into one); rounding "rne", "sr" (stochastic, the counter hash of seed, head and step) or "philox"
     (stochastic, Philox-4x32-10 bits of the same counter)."""
     a = as_array(x, "x", np.float32)
     if a.ndim < 2:

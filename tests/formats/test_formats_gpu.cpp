@@ -122,6 +122,8 @@ TEST_CASE("every head-state codec packs the same bytes on the GPU as on the CPU"
         std::vector<float> out(static_cast<std::size_t>(V) * K);
         const float* xh = x.data() + static_cast<std::size_t>(h) * V * K;
         C::encode_state(xh, V, K, p, codes.data(), scales.data());
+        if constexpr (C::kStateful)  // as gpu_sweep.cu: a second store in place, after the first
+          encode_state_after<C>(xh, V, K, p, codes.data(), scales.data(), codes.data(), scales.data());
         C::decode_state(codes.data(), scales.data(), V, K, p, out.data());
         const std::size_t slot = static_cast<std::size_t>(c) * H + h;
         REQUIRE(std::memcmp(codes.data(), &gcodes[slot * code_stride], code_stride) == 0);

@@ -7,7 +7,7 @@ import replayssm
 from replayssm import formats, io
 
 COMBOS = [(f, s, r) for f in formats.names() for s in formats.scalings(f) for r in ("rne", "sr", "philox")
-          if not (f in ("fp32", "bf16x2") and r != "rne")]  # no stochastic rounding: fp32, bf16x2 (compensated)
+          if not (f in ("fp32", "bf16x2", "int8_ef") and r != "rne")]  # rne only: fp32, bf16x2, int8_ef
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +73,30 @@ def test_names():
     assert formats.names()[:3] == ["fp32", "bf16", "fp16"] and "nvfp4" in formats.names()
     assert "block" in formats.scalings("nvfp4") and formats.scalings("fp32") == ["none"]
     assert replayssm.formats.bytes_per_state("fp32", 2, 4) == 32
+
+
+def test_int8_ef_is_int8_plus_a_residual():
+    """A quantize is a first store: the INT8 part, the scales and the decoded values are int8's; the 4-bit residuals
+    (1/15 of a step, [-8, 7]) follow the V*K codes and hold the error of that store."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, 8, 64)) * 2).astype(np.float32)
+    ef, i8 = formats.quantize(x, "int8_ef", scaling="column"), formats.quantize(x, "int8", scaling="column")
+    assert formats.scalings("int8_ef") == ["head", "row", "block", "column"]
+    assert _core_default("int8_ef") == "column" and formats.quantize(x, "int8_ef").scaling == "column"
+    n = 8 * 64
+    assert ef.codes.shape == (3, n + n // 2) and formats.bytes_per_state("int8_ef", 8, 64) == n + n // 2 + 64 * 4
+    assert np.array_equal(ef.codes[:, :n], i8.codes) and np.array_equal(ef.scales, i8.scales)
+    assert np.array_equal(ef.dequantized, i8.dequantized)
+    nib = np.stack([ef.codes[:, n:] & 0xF, ef.codes[:, n:] >> 4], axis=-1).reshape(3, 8, 64).astype(np.int64)
+    res = np.where(nib >= 8, nib - 16, nib)
+    scale = ef.scales.view("<f4").reshape(3, 1, 64).astype(np.float64)
+    err = x.astype(np.float64) - ef.dequantized  # the error of this store, within half a step
+    assert np.all(np.abs(err - res * scale / 15) <= scale / 30 * (1 + 1e-5))
+    assert res.min() >= -8 and res.max() <= 7 and np.any(res != 0)
+    with pytest.raises(ValueError, match=r"rounding 'sr' is not valid for format 'int8_ef'"):
+        formats.quantize(x, "int8_ef", rounding="sr")
+
+
+def _core_default(fmt):
+    from replayssm import _core
+    return _core.default_scaling(fmt)
