@@ -100,3 +100,38 @@ def test_int8_ef_is_int8_plus_a_residual():
 def _core_default(fmt):
     from replayssm import _core
     return _core.default_scaling(fmt)
+
+
+def _ef_store(x, prev):
+    """One int8_ef store, column scaling, from the documented rule (src/formats/README.md), float32 throughout:
+    y = x + res' * (scale' / 15); scale = amax(y) / 127 per column; q = rint(y / scale); res = rint(15 e / scale)."""
+    f32 = np.float32
+    y = x if prev is None else (x + (prev[1].astype(f32) * (prev[2] / f32(15)).astype(f32)).astype(f32)).astype(f32)
+    amax = np.abs(y).max(axis=-2, keepdims=True)
+    sc = np.where(amax == 0, f32(1), (amax / f32(127)).astype(f32)).astype(f32)
+    inv = (f32(1) / sc).astype(f32)
+    q = np.clip(np.rint((y * inv).astype(f32)), -127, 127)
+    e = (y - (q.astype(f32) * sc).astype(f32)).astype(f32)
+    res = np.clip(np.rint(((e * inv).astype(f32) * f32(15)).astype(f32)), -8, 7).astype(np.int64)
+    return q.astype(np.int64), res, sc
+
+
+def test_int8_ef_prev_feeds_the_residual_into_the_next_store():
+    rng = np.random.default_rng(9)
+    V, K, n = 8, 32, 8 * 32
+    x = rng.standard_normal((2, V, K)).astype(np.float32)
+    q, ref = None, None
+    for t in range(6):  # a chain of stores, each after the previous: the Python API against the rule
+        q = formats.quantize(x, "int8_ef", prev=q)
+        ref = _ef_store(x, ref)
+        nib = np.stack([q.codes[:, n:] & 0xF, q.codes[:, n:] >> 4], axis=-1).reshape(2, V, K).astype(np.int64)
+        assert np.array_equal(q.codes[:, :n].view(np.int8).reshape(2, V, K), ref[0]), t
+        assert np.array_equal(np.where(nib >= 8, nib - 16, nib), ref[1]), t
+        assert np.array_equal(q.scales.view("<f4").reshape(2, 1, K), ref[2]), t
+        x = (q.dequantized + rng.standard_normal(x.shape).astype(np.float32) * np.float32(0.002)).astype(np.float32)
+    assert not np.array_equal(formats.quantize(x, "int8_ef", prev=q).codes, formats.quantize(x, "int8_ef").codes)
+    # a stateless format ignores prev; a mismatched prev is refused
+    b = formats.quantize(x, "bf16")
+    assert np.array_equal(formats.quantize(x, "bf16", prev=b).codes, b.codes)
+    with pytest.raises(ValueError, match=r"prev: a int8_ef/column state"):
+        formats.quantize(x, "int8_ef", scaling="row", prev=q)
