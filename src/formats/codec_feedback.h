@@ -44,7 +44,9 @@ struct FeedbackInt8Codec : FloatScaledCodec<Derived, int8_t> {
   static constexpr float kResidualPerStep = 15.0f;  // residual scale = code scale / 15: +-half a step in [-7.5, 7.5]
   static constexpr int kResidualMin = -8, kResidualMax = 7;
 
-  static constexpr std::size_t elements(int V, int K) { return static_cast<std::size_t>(V) * static_cast<std::size_t>(K); }
+  REPLAYSSM_HD static constexpr std::size_t elements(int V, int K) {
+    return static_cast<std::size_t>(V) * static_cast<std::size_t>(K);
+  }
   static constexpr std::size_t code_bytes(int V, int K) { return elements(V, K) + (elements(V, K) + 1) / 2; }
   static constexpr std::size_t bytes_per_state(int V, int K, Scaling s) {
     return code_bytes(V, K) + Base::scale_bytes(V, K, s);

@@ -10,7 +10,9 @@
 namespace replayssm::formats {
 
 // New values are appended (the numeric values are stable); kAllFormats / kAllScalings give the listing order.
-enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16, bf16x2, int8_ef };
+enum class FormatId : uint8_t {
+  fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16, bf16x2, int8_ef
+};
 enum class Scaling : uint8_t { none, head, row, block, column, tile };
 enum class Rounding : uint8_t { rne, sr, philox };
 

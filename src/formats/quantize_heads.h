@@ -1,8 +1,8 @@
 #pragma once
 // Host-side: an array of head states [heads][V][K] through one format and back, as `replayssm quantize` and the Python
-// package's formats.quantize do it (StateCodec<F>::encode_state -- encode_state_after where a previous store is given --
-// then decode_state per head, the SR counter's head index
-// = the head's position, step 0 unless given). Codes and scales are the raw layouts of src/formats/README.md.
+// package's formats.quantize do it (StateCodec<F>::encode_state -- encode_state_after where a previous store is
+// given -- then decode_state per head, the SR counter's head index = the head's position, step 0 unless given). Codes
+// and scales are the raw layouts of src/formats/README.md.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
