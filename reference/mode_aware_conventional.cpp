@@ -30,7 +30,8 @@ class ConventionalStoredHead final : public ModeAwareHead {
 
   // Drafts chain from the stored state without re-quantising between drafts (the emulation keeps its FP32 chain and
   // quantises each draft's state only into a snapshot); the snapshot of draft i is stored at accept (same values as
-  // storing it now: the store is a pure function of the state, the step and the head).
+  // storing it now: the store is a function of the state, the step, the head and -- for a stateful format, int8_ef --
+  // the committed store it replaces, which no draft changes).
   std::vector<Eigen::VectorXd> verify(const std::vector<HeadToken>& drafts, std::uint32_t tok0) override {
     require_no_pending("verify");
     std::vector<Eigen::VectorXd> out;

@@ -5,7 +5,7 @@
 // formula is the emulation's (decode_math.h), so the CUDA result equals the emulation's bit for bit.
 // Codecs: unscaled formats (fp32, bf16, fp16) encode/decode in parallel, element by element; scaled formats call the
 // shared StateCodec::encode_state / decode_state from one thread (correct and identical; the obvious target of
-// tuning).
+// tuning), the stateful int8_ef its encode_state_after with the stored state the store replaces.
 #include <cuda_runtime.h>
 
 #include "emulation/decode_math.h"
@@ -47,10 +47,15 @@ struct HeadCtx {
     }
     __syncthreads();
   }
-  __device__ void encode(const float* x, std::uint8_t* codes, std::uint8_t* scales, std::uint32_t step) {
+  // A store of x replacing the stored state prev_codes / prev_scales (the same buffers in place; the committed store
+  // for a verify snapshot): a stateful codec (int8_ef) reads its residual from there.
+  __device__ void encode(const float* x, const std::uint8_t* prev_codes, const std::uint8_t* prev_scales,
+                         std::uint8_t* codes, std::uint8_t* scales, std::uint32_t step) {
     __syncthreads();
     const formats::CodecParams cp = cparams(step);
-    if constexpr (C::kBlock == 0) {
+    if constexpr (C::kStateful) {
+      if (tid == 0) formats::encode_state_after<C>(x, p.V, p.K, cp, prev_codes, prev_scales, codes, scales);
+    } else if constexpr (C::kBlock == 0) {
       for (std::size_t i = tid; i < VK; i += kThreads) {
         const int v = int(i / std::size_t(p.K)), k = int(i % std::size_t(p.K));
         formats::store_code<C::kBits>(codes, i,
@@ -202,7 +207,7 @@ struct HeadCtx {
     }
     if (split())
       for (std::size_t i = tid; i < VK; i += kThreads) hp()[i] = Srec[i];
-    encode(Srec, codes(), scales(), std::uint32_t(p.tok[b]));
+    encode(Srec, codes(), scales(), codes(), scales(), std::uint32_t(p.tok[b]));
   }
 
   // One conventional step of token t on the FP32 state S (smem, in place); its output reads the updated state.
@@ -238,9 +243,9 @@ struct HeadCtx {
       conv_token(Sout, t);
       const std::uint32_t step = std::uint32_t(p.tok[b] + t);
       if (p.op == Op::verify) {
-        encode(Sout, snap_codes(t), snap_scales(t), step);
+        encode(Sout, codes(), scales(), snap_codes(t), snap_scales(t), step);  // a snapshot replaces the store
       } else {
-        encode(Sout, codes(), scales(), step);
+        encode(Sout, codes(), scales(), codes(), scales(), step);
       }
     }
   }
@@ -271,7 +276,7 @@ struct HeadCtx {
       conv_token(Srec, i);
       __syncthreads();
       for (std::size_t e = tid; e < VK; e += kThreads) nodes[std::size_t(i) * VK + e] = Srec[e];
-      encode(Srec, snap_codes(i), snap_scales(i), std::uint32_t(p.tok[b] + tree_depth(i) - 1));
+      encode(Srec, codes(), scales(), snap_codes(i), snap_scales(i), std::uint32_t(p.tok[b] + tree_depth(i) - 1));
     }
   }
 
@@ -404,6 +409,7 @@ int launch_any(formats::FormatId f, const KParams& p, void* stream) {
     case FormatId::fp8_e4m3: return launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn>(p, s);
     case FormatId::fp8_e5m2: return launch_one<StateCodec<FormatId::fp8_e5m2>, kGdn>(p, s);
     case FormatId::int8: return launch_one<StateCodec<FormatId::int8>, kGdn>(p, s);
+    case FormatId::int8_ef: return launch_one<StateCodec<FormatId::int8_ef>, kGdn>(p, s);
     case FormatId::int16: return launch_one<StateCodec<FormatId::int16>, kGdn>(p, s);
     case FormatId::nvfp4: return launch_one<StateCodec<FormatId::nvfp4>, kGdn>(p, s);
     case FormatId::mxfp8: return launch_one<StateCodec<FormatId::mxfp8>, kGdn>(p, s);

@@ -32,7 +32,7 @@ class Quantized:
 
 
 def names() -> List[str]:
-    """Every state format: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, mxfp8, mxfp4."""
+    """Every state format: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int8_ef, int16, nvfp4, mxfp8, mxfp4."""
     return list(_core.format_names())
 
 
@@ -47,10 +47,12 @@ def bytes_per_state(format: str, V: int, K: int, scaling: Optional[str] = None) 
 
 
 def quantize(x, format: str, scaling: Optional[str] = None, rounding: str = "rne", seed: int = 0,
-             step: int = 0) -> Quantized:
+             step: int = 0, prev: Optional[Quantized] = None) -> Quantized:
     """Encodes x [..., V, K] (float32 after conversion; NaN/Inf allowed, see the formats README) in a format and
-    decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8/int16, block for
-    nvfp4/mx); rounding "rne", "sr" (stochastic, the counter hash of seed, head and step) or "philox"
+    decodes it back. scaling defaults to the format's own (none for fp32/bf16/fp16, row for fp8/int8/int16, column for
+    int8_ef, block for nvfp4/mx). prev: the stored state this store replaces (a Quantized of the same format, scaling
+    and shape): int8_ef adds its residual to x before quantizing (error feedback); the other formats ignore it.
+    Without prev a store is a first store (int8_ef: no residual added). rounding "rne", "sr" (stochastic, the counter hash of seed, head and step) or "philox"
     (stochastic, Philox-4x32-10 bits of the same counter)."""
     a = as_array(x, "x", np.float32)
     if a.ndim < 2:
@@ -64,7 +66,15 @@ def quantize(x, format: str, scaling: Optional[str] = None, rounding: str = "rne
         raise ValueError("step: must fit 32 bits" if step >= 2 ** 32 else "seed: must fit 64 bits")
     V, K = a.shape[-2], a.shape[-1]
     heads = a.size // (V * K)
-    d = _core.quantize(a.reshape(-1), heads, V, K, format, scaling or "", rounding, int(seed), int(step))
+    empty = np.zeros(0, np.uint8)
+    pc, ps = empty, empty
+    if prev is not None:
+        if prev.format != format or (scaling or prev.scaling) != prev.scaling or prev.dequantized.shape != a.shape:
+            raise ValueError(f"prev: a {prev.format}/{prev.scaling} state of shape {list(prev.dequantized.shape)} "
+                             f"does not match {format}/{scaling or 'default'} of shape {list(a.shape)}")
+        scaling = prev.scaling
+        pc, ps = np.ascontiguousarray(prev.codes).reshape(-1), np.ascontiguousarray(prev.scales).reshape(-1)
+    d = _core.quantize(a.reshape(-1), heads, V, K, format, scaling or "", rounding, int(seed), int(step), pc, ps)
     return Quantized(codes=d["codes"], scales=d["scales"], dequantized=d["dequantized"].reshape(a.shape),
                      format=d["format"], scaling=d["scaling"], rounding=d["rounding"], code_bits=d["code_bits"],
                      block=d["block"])

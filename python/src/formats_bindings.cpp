@@ -8,18 +8,29 @@
 #include "arrays.h"
 #include "formats/format_id.h"
 #include "formats/quantize_heads.h"
+#include "formats/state_codec.h"
 
 namespace replayssm::py {
 namespace {
 
 namespace fm = replayssm::formats;
 
+// prev_codes / prev_scales: the stored states this store replaces (a stateful format feeds them in), or empty arrays
+// for a first store.
 nb::dict quantize(const In<float>& x, std::size_t heads, int V, int K, const std::string& format,
-                  const std::string& scaling, const std::string& rounding, std::uint64_t seed, std::uint32_t step) {
+                  const std::string& scaling, const std::string& rounding, std::uint64_t seed, std::uint32_t step,
+                  const In<std::uint8_t>& prev_codes, const In<std::uint8_t>& prev_scales) {
   if (V < 1 || K < 1) throw std::invalid_argument("x: the last two axes [V, K] must be non-empty");
   const fm::FormatSpec spec = fm::parse_format_spec(format, scaling, rounding);
   const float* p = data_of(x, heads * std::size_t(V) * std::size_t(K), "x");
-  fm::QuantizedHeads q = fm::quantize_heads(p, heads, V, K, spec, seed, step);
+  const std::uint8_t *pc = nullptr, *ps = nullptr;
+  if (prev_codes.size() != 0 || prev_scales.size() != 0) {
+    const std::size_t cb = fm::dispatch_format(spec.format, [&](auto c) { return decltype(c)::code_bytes(V, K); });
+    const std::size_t sb = fm::bytes_per_state(spec.format, V, K, spec.scaling) - cb;
+    pc = data_of(prev_codes, heads * cb, "prev.codes");
+    ps = data_of(prev_scales, heads * sb, "prev.scales");
+  }
+  fm::QuantizedHeads q = fm::quantize_heads(p, heads, V, K, spec, seed, step, pc, ps);
   nb::dict d;
   const std::size_t cb = q.code_bytes, sb = q.scale_bytes;
   d["dequantized"] = to_numpy(std::move(q.dequantized), {heads, std::size_t(V), std::size_t(K)});
@@ -55,7 +66,8 @@ void bind_formats(nb::module_& m) {
     return fm::bytes_per_state(spec.format, V, K, spec.scaling);
   });
   m.def("quantize", &quantize, nb::arg("x"), nb::arg("heads"), nb::arg("V"), nb::arg("K"), nb::arg("format"),
-        nb::arg("scaling"), nb::arg("rounding"), nb::arg("seed"), nb::arg("step"));
+        nb::arg("scaling"), nb::arg("rounding"), nb::arg("seed"), nb::arg("step"), nb::arg("prev_codes"),
+        nb::arg("prev_scales"));
 }
 
 }  // namespace replayssm::py

@@ -148,9 +148,12 @@ namespace {
 // The head codecs, compiled twice from the same source: once for the build's baseline ISA and once for AVX2 (where
 // the element loops of the codecs vectorise). Exact IEEE operations and integer ops, no contraction: the same bits.
 inline void encode_body(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
-                        std::uint8_t* codes, std::uint8_t* scales) {
+                        const std::uint8_t* prev_codes, const std::uint8_t* prev_scales, std::uint8_t* codes,
+                        std::uint8_t* scales) {
   const formats::CodecParams p{m.scaling, m.rounding, m.seed, head, step};
-  formats::dispatch_format(m.format, [&](auto codec) { decltype(codec)::encode_state(x, V, K, p, codes, scales); });
+  formats::dispatch_format(m.format, [&](auto codec) {
+    formats::encode_state_after<decltype(codec)>(x, V, K, p, prev_codes, prev_scales, codes, scales);
+  });
 }
 inline void decode_body(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out) {
   const formats::CodecParams p{m.scaling, m.rounding, m.seed, 0, 0};
@@ -160,8 +163,10 @@ inline void decode_body(const Mode& m, const std::uint8_t* codes, const std::uin
 #if defined(__x86_64__) || defined(__i386__)
 __attribute__((target("avx2,fma"), flatten)) void encode_avx2(const Mode& m, const float* x, int V, int K,
                                                               std::uint32_t head, std::uint32_t step,
-                                                              std::uint8_t* codes, std::uint8_t* scales) {
-  encode_body(m, x, V, K, head, step, codes, scales);
+                                                              const std::uint8_t* prev_codes,
+                                                              const std::uint8_t* prev_scales, std::uint8_t* codes,
+                                                              std::uint8_t* scales) {
+  encode_body(m, x, V, K, head, step, prev_codes, prev_scales, codes, scales);
 }
 __attribute__((target("avx2,fma"), flatten)) void decode_avx2(const Mode& m, const std::uint8_t* codes,
                                                               const std::uint8_t* scales, int V, int K, float* out) {
@@ -179,11 +184,16 @@ bool have_avx2() { return false; }
 }  // namespace
 
 void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
-                 std::uint8_t* codes, std::uint8_t* scales) {
+                 const std::uint8_t* prev_codes, const std::uint8_t* prev_scales, std::uint8_t* codes,
+                 std::uint8_t* scales) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (have_avx2()) return encode_avx2(m, x, V, K, head, step, codes, scales);
+  if (have_avx2()) return encode_avx2(m, x, V, K, head, step, prev_codes, prev_scales, codes, scales);
 #endif
-  encode_body(m, x, V, K, head, step, codes, scales);
+  encode_body(m, x, V, K, head, step, prev_codes, prev_scales, codes, scales);
+}
+void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
+                 std::uint8_t* codes, std::uint8_t* scales) {
+  encode_head(m, x, V, K, head, step, nullptr, nullptr, codes, scales);
 }
 
 void decode_head(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out) {

@@ -137,6 +137,13 @@ struct StoreLayout {
 };
 StoreLayout store_layout(const Mode& m, int V, int K);
 // Host encode / decode of one head state through the shared codecs (formats::StateCodec).
+// A store that replaces a stored state: prev_codes / prev_scales is the state it replaces (the same buffers for a
+// store in place; the committed store for a verify snapshot, which replaces it at accept). A stateful format
+// (int8_ef) feeds that state's residual into this store.
+void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
+                 const std::uint8_t* prev_codes, const std::uint8_t* prev_scales, std::uint8_t* codes,
+                 std::uint8_t* scales);
+// A store with no previous stored state (init's store of S0; a stand-alone quantization).
 void encode_head(const Mode& m, const float* x, int V, int K, std::uint32_t head, std::uint32_t step,
                  std::uint8_t* codes, std::uint8_t* scales);
 void decode_head(const Mode& m, const std::uint8_t* codes, const std::uint8_t* scales, int V, int K, float* out);

@@ -281,10 +281,12 @@ class EmulatedBackend final : public DecodeBackend {
       conv_token(S.data(), toks[i], o + std::size_t(i) * V);
       if (snapshots) {
         const std::size_t slot = hh * m_.max_drafts + std::size_t(i);
-        encode_head(m_, S.data(), V, K, uint32_t(hh), tok0 + uint32_t(i), snap_codes_.data() + slot * lay_.code_bytes,
-                    snap_scales_.data() + slot * lay_.scale_bytes);
+        // a snapshot replaces the committed store at accept: that store is its previous state
+        encode_head(m_, S.data(), V, K, uint32_t(hh), tok0 + uint32_t(i), codes(hh), scales(hh),
+                    snap_codes_.data() + slot * lay_.code_bytes, snap_scales_.data() + slot * lay_.scale_bytes);
       } else {
-        encode_head(m_, S.data(), V, K, uint32_t(hh), tok0 + uint32_t(i), codes(hh), scales(hh));
+        encode_head(m_, S.data(), V, K, uint32_t(hh), tok0 + uint32_t(i), codes(hh), scales(hh), codes(hh),
+                    scales(hh));
       }
     }
   }
@@ -319,7 +321,7 @@ class EmulatedBackend final : public DecodeBackend {
       std::copy(from, from + VK, S);
       conv_token(S, token(in, b, i, h), out(i));
       const std::size_t slot = hh * m_.max_drafts + std::size_t(i);
-      encode_head(m_, S, V, K, uint32_t(hh), tok0 + uint32_t(depth[std::size_t(i)] - 1),
+      encode_head(m_, S, V, K, uint32_t(hh), tok0 + uint32_t(depth[std::size_t(i)] - 1), codes(hh), scales(hh),
                   snap_codes_.data() + slot * lay_.code_bytes, snap_scales_.data() + slot * lay_.scale_bytes);
     }
   }
@@ -453,7 +455,7 @@ class EmulatedBackend final : public DecodeBackend {
     if (t)
       for (int r = 0; r < V; ++r) o[r] = add_skip(dot_(S.data() + std::size_t(r) * K, t->q, K), t->skip, r);
     if (m_.split()) std::copy(S.begin(), S.end(), hp(hh));
-    encode_head(m_, S.data(), V, K, uint32_t(hh), tok, codes(hh), scales(hh));
+    encode_head(m_, S.data(), V, K, uint32_t(hh), tok, codes(hh), scales(hh), codes(hh), scales(hh));
     refresh_ckpt(hh);
   }
 

@@ -78,7 +78,11 @@ class ModeAwareReference final : public DecodeBackend {
         const std::uint32_t st = step == ref::kInitStoreStep ? kInitStep : step + sr_offset_;
         std::uint8_t* c = codes_.data() + hh * lay_.code_bytes;
         std::uint8_t* sc = scales_.data() + hh * lay_.scale_bytes;
-        encode_head(m_, x, d_.V, d_.K, std::uint32_t(hh), st, c, sc);
+        // in place: the head's stored state is the previous one (none at init's store)
+        if (step == ref::kInitStoreStep)
+          encode_head(m_, x, d_.V, d_.K, std::uint32_t(hh), st, c, sc);
+        else
+          encode_head(m_, x, d_.V, d_.K, std::uint32_t(hh), st, c, sc, c, sc);
         decode_head(m_, c, sc, d_.V, d_.K, out);
       };
       heads_.push_back(ref::make_mode_aware_head(spec, S, std::move(store)));
@@ -192,6 +196,12 @@ class ModeAwareReference final : public DecodeBackend {
 
   ref::ModeAwareHead& head(std::size_t hh) { return *heads_[hh]; }
   std::size_t n_heads() const { return heads_.size(); }
+  // Head hh's stored bytes become the checked backend's (a stateful format after a flip taken over: the next store
+  // reads the residual of the code the reference continues from, not of its own neighbouring code).
+  void adopt_stored(std::size_t hh, const std::uint8_t* codes, const std::uint8_t* scales) {
+    std::copy(codes, codes + lay_.code_bytes, codes_.data() + hh * lay_.code_bytes);
+    std::copy(scales, scales + lay_.scale_bytes, scales_.data() + hh * lay_.scale_bytes);
+  }
 
  private:
   // Draft outputs of head (b, h) into o [B][T][H][V].

@@ -26,7 +26,8 @@ inline double unit_roundoff(formats::FormatId f) {
     case formats::FormatId::fp16: return std::ldexp(1.0, -11);
     case formats::FormatId::fp8_e4m3: return std::ldexp(1.0, -4);
     case formats::FormatId::fp8_e5m2: return std::ldexp(1.0, -3);
-    case formats::FormatId::int8: return std::ldexp(1.0, -8);
+    case formats::FormatId::int8:
+    case formats::FormatId::int8_ef: return std::ldexp(1.0, -8);  // reads see the INT8 value; the residual feeds stores
     case formats::FormatId::int16: return std::ldexp(1.0, -16);
     case formats::FormatId::nvfp4: return std::ldexp(1.0, -2);
     case formats::FormatId::mxfp8: return std::ldexp(1.0, -4);
@@ -75,7 +76,9 @@ inline Tolerance tc_dots_tolerance(int K) {
 // group, ~ sqrt(2 ln n) for n Gaussian-like elements (n = V K per head, K per row, 32 per block).
 // INT16 likewise; a column group has the V elements of one state column.
 inline double group_factor(const Mode& m, int V, int K) {
-  if (m.format != formats::FormatId::int8 && m.format != formats::FormatId::int16) return 1.0;
+  if (m.format != formats::FormatId::int8 && m.format != formats::FormatId::int8_ef &&
+      m.format != formats::FormatId::int16)
+    return 1.0;
   const double n = m.scaling == formats::Scaling::head     ? double(V) * K
                    : m.scaling == formats::Scaling::row    ? K
                    : m.scaling == formats::Scaling::column ? V
@@ -181,7 +184,8 @@ inline void code_step(const Mode& m, double& step_rel, double& floor_rel, double
     case FormatId::fp8_e5m2:
       (scaled ? floor_rel : floor_abs) = scaled ? std::ldexp(1.0, -16) / 57344.0 : std::ldexp(1.0, -16);
       break;
-    case FormatId::int8: floor_rel = 1.0 / 127.0; break;              // one integer step of amax / 127
+    case FormatId::int8:                                              // one integer step of amax / 127
+    case FormatId::int8_ef: floor_rel = 1.0 / 127.0; break;
     case FormatId::int16: floor_rel = 1.0 / 32767.0; break;           // one integer step of amax / 32767
     case FormatId::nvfp4:                                             // 0.5 of a block scale ~ amax_block / 6
       step_rel += 2.0 * unit_roundoff(FormatId::fp8_e4m3);

@@ -406,7 +406,9 @@ std::vector<Mode> fine_modes_for(Arch a) {
   return modes_of(a, {{FormatId::int16, Scaling::column, Rounding::rne},
                       {FormatId::int16, Scaling::column, Rounding::sr},
                       {FormatId::int16, Scaling::row, Rounding::rne},
-                      {FormatId::bf16x2, Scaling::none, Rounding::rne}});
+                      {FormatId::bf16x2, Scaling::none, Rounding::rne},
+                      {FormatId::int8_ef, Scaling::column, Rounding::rne},
+                      {FormatId::int8_ef, Scaling::row, Rounding::rne}});
 }
 
 std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs) {

@@ -158,7 +158,9 @@ std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs
 // The formats whose stored state resolves ~2^-16 of the value or of its scale group (int16; compensated bf16x2), a
 // few bits above the FP32 floor of the mode-aware check: their emulation is checked against the mode-aware reference
 // as every mode is, but they are not in modes_for's list, whose every mutation (a swapped rounding or u-source
-// included) must fail that check: at this resolution such a swap moves the state by less than the FP32 floor.
+// included) must fail that check: at this resolution such a swap moves the state by less than the FP32 floor. Also
+// int8_ef (INT8 with an error-feedback residual), which has no stochastic rounding to swap. `replayssm validate` runs
+// them after modes_for's on the small shapes.
 std::vector<Mode> fine_modes_for(Arch a);
 
 }  // namespace replayssm::emu

@@ -10,6 +10,7 @@
 #include "emulation/tolerances.h"
 #include "emulation/validation.h"
 #include "emulation/validation_detail.h"
+#include "formats/state_codec.h"
 
 namespace replayssm::emu {
 
@@ -27,7 +28,8 @@ using detail::ModeAwareReference;
 class StoreReconciler {
  public:
   StoreReconciler(ModeAwareReference& ref, const Mode& m, const Dims& d, const StoreTolerance& tol, StoreCheck& out)
-      : ref_(ref), m_(m), d_(d), tol_(tol), out_(out), lay_(store_layout(m, d.V, d.K)), seen_(d.heads(), 0) {}
+      : ref_(ref), m_(m), d_(d), tol_(tol), out_(out), lay_(store_layout(m, d.V, d.K)), seen_(d.heads(), 0),
+        stateful_(formats::is_stateful(m.format)) {}
 
   void check(DecodeBackend& be, long op) {
     const std::size_t nh = d_.heads(), VK = std::size_t(d_.V) * std::size_t(d_.K);
@@ -54,6 +56,7 @@ class StoreReconciler {
       ref::ModeAwareHead& head = ref_.head(hh);
       const Eigen::MatrixXd& yr = head.stored();
       const double M = yr.cwiseAbs().maxCoeff();
+      bool took = false;  // any element of this head taken over from the backend
       for (int r = 0; r < d_.V; ++r)
         for (int c = 0; c < d_.K; ++c) {
           const double ye = double(y_[std::size_t(r) * std::size_t(d_.K) + std::size_t(c)]), yv = yr(r, c);
@@ -64,17 +67,20 @@ class StoreReconciler {
           const double diff = std::fabs(ye - yv), mx = std::max(std::fabs(ye), std::fabs(yv));
           if (diff == 0.0) continue;
           if (diff <= tol_.equal_rel * mx + tol_.equal_abs_rel * M) {
-            if (tol_.quantised) head.set_stored(r, c, ye);  // a scale ulps apart: take the backend's bits
+            if (tol_.quantised) head.set_stored(r, c, ye), took = true;  // a scale ulps apart: the backend's bits
             continue;
           }
           if (tol_.quantised && diff <= kFlipSlack * (tol_.step_rel * mx + tol_.floor_rel * M + tol_.floor_abs) +
                                             tol_.arith_abs_rel * M) {
             head.set_stored(r, c, ye);  // the neighbouring code: the reference continues from it
             ++flips;
+            took = true;
           } else {
             ++illegal;
           }
         }
+      if (stateful_ && took)
+        ref_.adopt_stored(hh, codes_.data() + hh * lay_.code_bytes, scales_.data() + hh * lay_.scale_bytes);
     }
     out_.flips += flips;
     out_.illegal += illegal;
@@ -92,6 +98,7 @@ class StoreReconciler {
   StoreCheck& out_;
   StoreLayout lay_;
   std::vector<long> seen_;
+  bool stateful_;  // the next store reads this one (int8_ef): a flipped code's residual is taken over with it
   std::vector<std::uint8_t> codes_, scales_;
   std::vector<float> y_;
 };

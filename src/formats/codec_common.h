@@ -38,6 +38,9 @@ namespace detail {
 // Shared head-state code for the formats whose elements are packed codes (everything).
 template <class Derived, int kBitsT>
 struct PackedCodes {
+  // Whether a store depends on the previous stored state (encode_state_after; int8_ef's residual). Stateless codecs
+  // encode from the value alone.
+  static constexpr bool kStateful = false;
   static constexpr std::size_t code_bytes(int V, int K) {
     return (static_cast<std::size_t>(V) * static_cast<std::size_t>(K) * kBitsT + 7) / 8;
   }

@@ -10,16 +10,18 @@
 namespace replayssm::formats {
 
 // New values are appended (the numeric values are stable); kAllFormats / kAllScalings give the listing order.
-enum class FormatId : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16, bf16x2 };
+enum class FormatId : uint8_t {
+  fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, nvfp4, mxfp8, mxfp4, int16, bf16x2, int8_ef
+};
 enum class Scaling : uint8_t { none, head, row, block, column, tile };
 enum class Rounding : uint8_t { rne, sr, philox };
 
 inline constexpr FormatId kAllFormats[] = {FormatId::fp32,     FormatId::bf16,     FormatId::fp16,     FormatId::bf16x2,
                                            FormatId::fp8_e4m3, FormatId::fp8_e5m2, FormatId::int8,
-                                           FormatId::int16,    FormatId::nvfp4,    FormatId::mxfp8,
+                                           FormatId::int8_ef,  FormatId::int16,    FormatId::nvfp4,    FormatId::mxfp8,
                                            FormatId::mxfp4};
 // The number of values of each enum (the integer loops of device code; the static_asserts keep them in step).
-inline constexpr int kFormatIdCount = static_cast<int>(FormatId::bf16x2) + 1;
+inline constexpr int kFormatIdCount = static_cast<int>(FormatId::int8_ef) + 1;
 inline constexpr int kScalingCount = static_cast<int>(Scaling::tile) + 1;
 inline constexpr int kRoundingCount = static_cast<int>(Rounding::philox) + 1;
 static_assert(sizeof(kAllFormats) / sizeof(kAllFormats[0]) == kFormatIdCount, "kAllFormats lists every FormatId");
@@ -33,6 +35,7 @@ static_assert(sizeof(kAllScalings) / sizeof(kAllScalings[0]) == kScalingCount, "
 //                             column = one FP32 scale per state column k, over the V rows;
 //                             tile (e4m3 only) = one FP32 scale per 32-row tile, amax / 240: headroom below 448)
 //   int8, int16             : head, row, block, column (a unit scale would round the state to integers)
+//   int8_ef                 : column, head, row, block (int8's groups; the residual has no scale of its own)
 //   nvfp4                   : block (16-element E4M3 block scales + one FP32 per-head amax)
 //   mxfp8, mxfp4            : block (32-element E8M0 block scales)
 REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
@@ -44,6 +47,7 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
     case FormatId::fp8_e4m3: return true;
     case FormatId::fp8_e5m2: return s != Scaling::tile;
     case FormatId::int8:
+    case FormatId::int8_ef:
     case FormatId::int16: return s != Scaling::none && s != Scaling::tile;
     case FormatId::nvfp4:
     case FormatId::mxfp8:
@@ -52,16 +56,19 @@ REPLAYSSM_HD constexpr bool scaling_valid(FormatId f, Scaling s) {
   return false;
 }
 // Stochastic rounding (sr: the counter hash; philox: Philox-4x32 bits) is valid for every format but fp32 (which does
-// not round) and bf16x2 (whose compensation is the round-to-nearest residual).
+// not round), bf16x2 (whose compensation is the round-to-nearest residual) and int8_ef (whose 4-bit residual spans the
+// +-half step of round-to-nearest; a stochastic error spans a whole step).
 REPLAYSSM_HD constexpr bool rounding_valid(FormatId f, Rounding r) {
-  return !((f == FormatId::fp32 || f == FormatId::bf16x2) && r != Rounding::rne);
+  return !((f == FormatId::fp32 || f == FormatId::bf16x2 || f == FormatId::int8_ef) && r != Rounding::rne);
 }
 REPLAYSSM_HD constexpr bool is_stochastic(Rounding r) { return r != Rounding::rne; }
 
 // The scaling used when none is asked for: none for fp32/bf16/fp16, row for fp8/int8/int16 (the vLLM/FlashInfer
-// state-cache choice), block for nvfp4/mx.
+// state-cache choice), column for int8_ef (the per-(head, column) INT8 cache its residual was reported on), block for
+// nvfp4/mx.
 REPLAYSSM_HD constexpr Scaling default_scaling(FormatId f) {
   switch (f) {
+    case FormatId::int8_ef: return Scaling::column;
     case FormatId::fp8_e4m3:
     case FormatId::fp8_e5m2:
     case FormatId::int8:
@@ -82,6 +89,7 @@ inline const char* format_name(FormatId f) {
     case FormatId::fp8_e4m3: return "fp8_e4m3";
     case FormatId::fp8_e5m2: return "fp8_e5m2";
     case FormatId::int8: return "int8";
+    case FormatId::int8_ef: return "int8_ef";
     case FormatId::int16: return "int16";
     case FormatId::nvfp4: return "nvfp4";
     case FormatId::mxfp8: return "mxfp8";

@@ -1,7 +1,8 @@
 #pragma once
 // Host-side: an array of head states [heads][V][K] through one format and back, as `replayssm quantize` and the Python
-// package's formats.quantize do it (StateCodec<F>::encode_state then decode_state per head, the SR counter's head index
-// = the head's position, step 0 unless given). Codes and scales are the raw layouts of src/formats/README.md.
+// package's formats.quantize do it (StateCodec<F>::encode_state -- encode_state_after where a previous store is
+// given -- then decode_state per head, the SR counter's head index = the head's position, step 0 unless given). Codes
+// and scales are the raw layouts of src/formats/README.md.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -19,8 +20,12 @@ struct QuantizedHeads {
   int block = 0;  // elements per scale block along K (block scaling), 0 otherwise
 };
 
+// prev_codes / prev_scales: the stored states this store replaces ([heads][code_bytes], [heads][scale_bytes] of the
+// same format and scaling), or nullptr for a first store; only a stateful format (int8_ef) reads them.
 inline QuantizedHeads quantize_heads(const float* x, std::size_t heads, int V, int K, const FormatSpec& spec,
-                                     std::uint64_t seed, std::uint32_t step = 0) {
+                                     std::uint64_t seed, std::uint32_t step = 0,
+                                     const std::uint8_t* prev_codes = nullptr,
+                                     const std::uint8_t* prev_scales = nullptr) {
   CodecParams p;
   p.scaling = spec.scaling;
   p.rounding = spec.rounding;
@@ -39,7 +44,9 @@ inline QuantizedHeads quantize_heads(const float* x, std::size_t heads, int V, i
     q.scales.assign(heads * q.scale_bytes, 0);
     for (std::size_t h = 0; h < heads; ++h) {
       p.head = static_cast<std::uint32_t>(h);
-      C::encode_state(x + h * n, V, K, p, q.codes.data() + h * q.code_bytes, q.scales.data() + h * q.scale_bytes);
+      encode_state_after<C>(x + h * n, V, K, p, prev_codes ? prev_codes + h * q.code_bytes : nullptr,
+                            prev_codes ? prev_scales + h * q.scale_bytes : nullptr, q.codes.data() + h * q.code_bytes,
+                            q.scales.data() + h * q.scale_bytes);
       C::decode_state(q.codes.data() + h * q.code_bytes, q.scales.data() + h * q.scale_bytes, V, K, p,
                       q.dequantized.data() + h * n);
     }

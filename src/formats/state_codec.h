@@ -8,7 +8,8 @@
 //   scale_from_amax(amax) (see each codec).
 // Head-state level (what the CPU emulation calls per head state):
 //   code_bytes(V, K), scale_bytes(V, K, Scaling), bytes_per_state(V, K, Scaling);
-//   encode_state(x, V, K, params, codes, scales); decode_state(codes, scales, V, K, params, out).
+//   encode_state(x, V, K, params, codes, scales); decode_state(codes, scales, V, K, params, out);
+//   kStateful, and the free encode_state_after(...) below: a store that reads the previous stored state (int8_ef).
 //
 // Storage (src/formats/README.md has the full table):
 //   codes : row-major [V][K] elements, flat index i = v*K + k. 32/16-bit codes little-endian (int16 two's
@@ -28,6 +29,7 @@
 #include <utility>
 
 #include "formats/codec_common.h"
+#include "formats/codec_feedback.h"
 #include "formats/codec_scaled.h"
 #include "formats/format_id.h"
 #include "formats/hd.h"
@@ -180,6 +182,15 @@ struct StateCodec<FormatId::fp8_e5m2> : detail::FloatScaledCodec<StateCodec<Form
 template <>
 struct StateCodec<FormatId::int8> : detail::FloatScaledCodec<StateCodec<FormatId::int8>, int8_t> {
   static constexpr FormatId kFormat = FormatId::int8;
+  static constexpr float kMax = kInt8Max;
+  REPLAYSSM_HD static code_t encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) { return int8_encode(x, r, rnd); }
+  REPLAYSSM_HD static float decode(code_t c) { return int8_decode(c); }
+};
+
+// INT8 with an error-feedback residual (codec_feedback.h): the stored state of a store depends on the previous one.
+template <>
+struct StateCodec<FormatId::int8_ef> : detail::FeedbackInt8Codec<StateCodec<FormatId::int8_ef>> {
+  static constexpr FormatId kFormat = FormatId::int8_ef;
   static constexpr float kMax = kInt8Max;
   REPLAYSSM_HD static code_t encode(float x, Rounding r = Rounding::rne, uint32_t rnd = 0) { return int8_encode(x, r, rnd); }
   REPLAYSSM_HD static float decode(code_t c) { return int8_decode(c); }
@@ -367,6 +378,19 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
   }
 };
 
+// A store of x that follows the previous stored state of the same head (prev_codes / prev_scales in C's layout;
+// nullptr: no previous store, as at init). Every path that replaces a stored state calls this, so that a stateful
+// codec (C::kStateful: int8_ef's error feedback) sees the state it replaces; a stateless codec ignores prev. prev may
+// alias codes / scales (a store in place).
+template <class C>
+REPLAYSSM_HD void encode_state_after(const float* x, int V, int K, const CodecParams& p, const uint8_t* prev_codes,
+                                     const uint8_t* prev_scales, uint8_t* codes, uint8_t* scales) {
+  if constexpr (C::kStateful)
+    C::encode_state_after(x, V, K, p, prev_codes, prev_scales, codes, scales);
+  else
+    C::encode_state(x, V, K, p, codes, scales);
+}
+
 // The one place a FormatId maps to a type: calls f(StateCodec<id>{}) and returns its result (host only).
 template <class Fn>
 decltype(auto) dispatch_format(FormatId id, Fn&& f) {
@@ -378,12 +402,18 @@ decltype(auto) dispatch_format(FormatId id, Fn&& f) {
     case FormatId::fp8_e4m3: return std::forward<Fn>(f)(StateCodec<FormatId::fp8_e4m3>{});
     case FormatId::fp8_e5m2: return std::forward<Fn>(f)(StateCodec<FormatId::fp8_e5m2>{});
     case FormatId::int8: return std::forward<Fn>(f)(StateCodec<FormatId::int8>{});
+    case FormatId::int8_ef: return std::forward<Fn>(f)(StateCodec<FormatId::int8_ef>{});
     case FormatId::int16: return std::forward<Fn>(f)(StateCodec<FormatId::int16>{});
     case FormatId::nvfp4: return std::forward<Fn>(f)(StateCodec<FormatId::nvfp4>{});
     case FormatId::mxfp8: return std::forward<Fn>(f)(StateCodec<FormatId::mxfp8>{});
     case FormatId::mxfp4: return std::forward<Fn>(f)(StateCodec<FormatId::mxfp4>{});
   }
   throw std::invalid_argument("dispatch_format: invalid FormatId " + std::to_string(static_cast<int>(id)));
+}
+
+// Whether a format's store reads the previous stored state (host).
+inline bool is_stateful(FormatId f) {
+  return dispatch_format(f, [](auto codec) { return decltype(codec)::kStateful; });
 }
 
 // Convenience (host): bytes of one [V, K] head state (codes + scales) in a format; validates the combination.

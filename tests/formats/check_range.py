@@ -26,11 +26,12 @@ except ImportError as e:
 
 F32 = np.float32
 FLT_MIN = F32(np.finfo(np.float32).tiny)
-KMAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0, "int16": 32767.0}
-INT = {"int8": np.int8, "int16": np.int16}
+# int8_ef here is a first store (no residual fed in): its decoded values are int8's
+KMAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0, "int8_ef": 127.0, "int16": 32767.0}
+INT = {"int8": np.int8, "int8_ef": np.int8, "int16": np.int16}
 ELEM = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
 # Relative error of one RNE code step at the top of a group (half the spacing near kMax, relative to the group amax).
-REL = {"fp8_e4m3": 2.0 ** -4, "fp8_e5m2": 2.0 ** -3, "int8": 0.5 / 127, "int16": 0.5 / 32767, "nvfp4": 0.3, "mxfp8": 0.14, "mxfp4": 0.3}
+REL = {"fp8_e4m3": 2.0 ** -4, "fp8_e5m2": 2.0 ** -3, "int8": 0.5 / 127, "int8_ef": 0.5 / 127, "int16": 0.5 / 32767, "nvfp4": 0.3, "mxfp8": 0.14, "mxfp4": 0.3}
 BLOCK = {"nvfp4": 16, "mxfp8": 32, "mxfp4": 32}
 
 

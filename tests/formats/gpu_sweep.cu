@@ -49,6 +49,8 @@ template <FormatId F>
 __device__ void run_one(const float* x, int V, int K, const CodecParams& p, uint8_t* codes, uint8_t* scales,
                         float* out) {
   StateCodec<F>::encode_state(x, V, K, p, codes, scales);
+  // a stateful codec stores x a second time in place, after the first store (int8_ef: its residual fed back)
+  if constexpr (StateCodec<F>::kStateful) encode_state_after<StateCodec<F>>(x, V, K, p, codes, scales, codes, scales);
   StateCodec<F>::decode_state(codes, scales, V, K, p, out);
 }
 
@@ -76,6 +78,7 @@ __global__ void state_kernel(const float* x, int H, int V, int K, uint8_t* codes
     case FormatId::fp8_e4m3: run_one<FormatId::fp8_e4m3>(xh, V, K, p, c, s, o); break;
     case FormatId::fp8_e5m2: run_one<FormatId::fp8_e5m2>(xh, V, K, p, c, s, o); break;
     case FormatId::int8: run_one<FormatId::int8>(xh, V, K, p, c, s, o); break;
+    case FormatId::int8_ef: run_one<FormatId::int8_ef>(xh, V, K, p, c, s, o); break;
     case FormatId::int16: run_one<FormatId::int16>(xh, V, K, p, c, s, o); break;
     case FormatId::nvfp4: run_one<FormatId::nvfp4>(xh, V, K, p, c, s, o); break;
     case FormatId::mxfp8: run_one<FormatId::mxfp8>(xh, V, K, p, c, s, o); break;

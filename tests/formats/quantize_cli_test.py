@@ -120,6 +120,21 @@ def main():
         check(np.array_equal((vals * sc[:, None, :]).reshape(x4.shape), f["/dequantized"][...]),
               f"{fmt} column: codes*scale != dequantized")
 
+    # ---- int8_ef (a first store): int8 column codes and scales, then the 4-bit residuals of this store's error
+    f = quantize("int8_ef", "/layers/0/state", name="int8_ef")  # default scaling: column
+    if f is not None:
+        check(f.attrs["scaling"] == "column" and f["/codes"].shape == (6, 256 + 128), "int8_ef: layout")
+        sc = f["/scales"][...].view("<f4")  # [6, 64]
+        raw = f["/codes"][...]
+        q = raw[:, :256].view(np.int8).reshape(6, 4, 64).astype(np.float32)
+        check(np.array_equal((q * sc[:, None, :]).reshape(x4.shape), f["/dequantized"][...]),
+              "int8_ef: codes*scale != dequantized (the residual is not decoded)")
+        nib = np.stack([raw[:, 256:] & 0xF, raw[:, 256:] >> 4], axis=-1).reshape(6, 4, 64).astype(np.int64)
+        res = np.where(nib >= 8, nib - 16, nib)
+        err = x4.reshape(6, 4, 64).astype(np.float64) - (q * sc[:, None, :]).astype(np.float64)
+        check(np.all(np.abs(err - res * sc[:, None, :] / 15) <= sc[:, None, :] / 30 * (1 + 1e-5)),
+              "int8_ef: residual != rint(15 * error / scale)")
+
     # ---- fp8 e4m3 with per-32-row-tile scales and headroom: scale = tile amax / 240 (4 rows: one tile per head)
     f = quantize("fp8_e4m3", "/layers/0/state", "--scaling", "tile", name="fp8_tile")
     if f is not None:

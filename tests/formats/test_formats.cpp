@@ -728,7 +728,8 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
                 const double ax = std::fabs(xi);
                 double scale = 1;  // the group's decode scale
                 if constexpr (C::kFormat == FormatId::fp8_e4m3 || C::kFormat == FormatId::fp8_e5m2 ||
-                              C::kFormat == FormatId::int8 || C::kFormat == FormatId::int16) {
+                              C::kFormat == FormatId::int8 || C::kFormat == FormatId::int16 ||
+                              C::kFormat == FormatId::int8_ef) {
                   if (sc != Scaling::none) scale = load_f32(&scales[4 * C::scale_index(v, k, K, sc)]);
                 }
                 if constexpr (C::kFormat == FormatId::mxfp8 || C::kFormat == FormatId::mxfp4) {
@@ -749,6 +750,7 @@ TEST_CASE("encode_state/decode_state round trip within each format's epsilon", "
                     bound = std::max(ax * kE5M2Eps, scale * kE5M2SubHalfQuantum) * step + ax * kFloatSlack;
                     break;
                   case FormatId::int8:
+                  case FormatId::int8_ef:  // a first store: the INT8 value of x (no residual yet)
                   case FormatId::int16: bound = 0.5 * scale * step + ax * kFloatSlack; break;
                   case FormatId::mxfp4:
                     bound = std::max(ax * kE2M1Eps, scale * kE2M1SubHalfQuantum) * step +
@@ -784,6 +786,10 @@ TEST_CASE("bytes per state", "[formats][state]") {
   CHECK(bytes_per_state(FormatId::int8, V, K, Scaling::column) == 16384 + 128 * 4);
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::column) == 16384 + 128 * 4);
   CHECK(bytes_per_state(FormatId::int16, V, K, Scaling::column) == 32768 + 128 * 4);
+  CHECK(bytes_per_state(FormatId::int8_ef, V, K, Scaling::column) == 16384 + 8192 + 128 * 4);  // codes, residuals
+  CHECK(bytes_per_state(FormatId::int8_ef, V, K, Scaling::row) == 16384 + 8192 + 128 * 4);
+  CHECK(StateCodec<FormatId::int8_ef>::bytes_per_state(3, 5, Scaling::head) == 15 + 8 + 4);  // an odd nibble count
+  CHECK_THROWS_AS(bytes_per_state(FormatId::int8_ef, V, K, Scaling::none), std::invalid_argument);
   CHECK(bytes_per_state(FormatId::int16, V, K, Scaling::row) == 32768 + 128 * 4);
   CHECK(bytes_per_state(FormatId::fp8_e4m3, V, K, Scaling::tile) == 16384 + 4 * 4);
   CHECK(StateCodec<FormatId::fp8_e4m3>::bytes_per_state(33, 8, Scaling::tile) == 264 + 2 * 4);  // a short last tile
@@ -826,8 +832,8 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
     FAIL("no throw");
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()) ==
-          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int16, nvfp4, "
-          "mxfp8, mxfp4)");
+          "unknown format 'fp6' (expected one of: fp32, bf16, fp16, bf16x2, fp8_e4m3, fp8_e5m2, int8, int8_ef, int16, "
+          "nvfp4, mxfp8, mxfp4)");
   }
   CHECK_THROWS_AS(parse_scaling("tensor"), std::invalid_argument);
   CHECK_THROWS_AS(parse_rounding("rtz"), std::invalid_argument);
@@ -855,7 +861,7 @@ TEST_CASE("format, scaling and rounding names; invalid combinations are rejected
   for (FormatId f : kAllFormats)
     n += dispatch_format(f, [&](auto c) { return decltype(c)::kFormat == f ? 1 : 0; });
   CHECK(n == kFormatIdCount);
-  CHECK(n == 11);
+  CHECK(n == 12);
 }
 
 TEST_CASE("TE's S_dec = (float)(1.0 / (double)S_enc) equals the float division used here", "[formats][nvfp4]") {
@@ -898,4 +904,7 @@ TEST_CASE("Philox-4x32: Random123's known-answer vectors; philox rounding draws 
   CHECK_THROWS_AS(parse_format_spec("fp32", "", "philox"), std::invalid_argument);
   CHECK_THROWS_AS(parse_format_spec("bf16x2", "", "sr"), std::invalid_argument);
   CHECK_THROWS_AS(parse_format_spec("bf16x2", "", "philox"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_format_spec("int8_ef", "", "sr"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_format_spec("int8_ef", "column", "philox"), std::invalid_argument);
+  CHECK(parse_format_spec("int8_ef").scaling == Scaling::column);
 }

@@ -102,7 +102,8 @@ TEST_CASE("every head-state codec packs the same bytes on the GPU as on the CPU"
   const std::size_t code_stride = static_cast<std::size_t>(V) * K * 4;
   const std::size_t scale_stride = 4 + static_cast<std::size_t>(V) * ((K + 15) / 16) * 4;
   const int nc = combo_count();
-  REQUIRE(nc == 33);  // fp32 1, bf16 2, fp16 2, e4m3 8, e5m2 8, int8 6, nvfp4 2, mxfp8 2, mxfp4 2
+  // fp32 1, bf16 3, fp16 3, bf16x2 1, e4m3 18, e5m2 15, int8 12, int8_ef 4, int16 12, nvfp4 3, mxfp8 3, mxfp4 3
+  REQUIRE(nc == 78);
   const std::size_t slots = static_cast<std::size_t>(nc) * H;
   std::vector<uint8_t> gcodes(slots * code_stride), gscales(slots * scale_stride);
   std::vector<float> gout(slots * V * K);
@@ -122,6 +123,8 @@ TEST_CASE("every head-state codec packs the same bytes on the GPU as on the CPU"
         std::vector<float> out(static_cast<std::size_t>(V) * K);
         const float* xh = x.data() + static_cast<std::size_t>(h) * V * K;
         C::encode_state(xh, V, K, p, codes.data(), scales.data());
+        if constexpr (C::kStateful)  // as gpu_sweep.cu: a second store in place, after the first
+          encode_state_after<C>(xh, V, K, p, codes.data(), scales.data(), codes.data(), scales.data());
         C::decode_state(codes.data(), scales.data(), V, K, p, out.data());
         const std::size_t slot = static_cast<std::size_t>(c) * H + h;
         REQUIRE(std::memcmp(codes.data(), &gcodes[slot * code_stride], code_stride) == 0);

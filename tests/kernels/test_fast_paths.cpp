@@ -130,6 +130,16 @@ TEST_CASE("fast paths: emulation head codecs == StateCodec", "[formats]") {
           CHECK(c1 == c2);
           CHECK(s1 == s2);
           CHECK(std::memcmp(y1.data(), y2.data(), y1.size() * 4) == 0);
+          // a second store in place after the first (int8_ef feeds the first one's residual in)
+          const auto x2 = values(g, std::size_t(V) * std::size_t(K), true);
+          emu::encode_head(m, x2.data(), V, K, 3, 12, c1.data(), s1.data(), c1.data(), s1.data());
+          const formats::CodecParams p2{s, r, m.seed, 3, 12};
+          formats::dispatch_format(f, [&](auto codec) {
+            formats::encode_state_after<decltype(codec)>(x2.data(), V, K, p2, c2.data(), s2.data(), c2.data(),
+                                                         s2.data());
+          });
+          CHECK(c1 == c2);
+          CHECK(s1 == s2);
         }
       }
 }
