@@ -1,0 +1,179 @@
+// The tuned kernels' launch plan (kernels/launch_plan.h) on the CPU: the override's parser, the plan at the bench's
+// shapes (GDN Qwen3.5, Mamba-2 Nemotron-H) and the committed plan table. The rules the plan composes are checked one by
+// one in test_launch_rules.cpp; this checks what they add up to at real shapes.
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "catch.hpp"
+#include "emulation/device_backend.h"
+#include "kernels/common/decode_kernel.h"
+#include "kernels/common/replay_smem.h"
+#include "kernels/common/tc_verify_layout.h"
+
+namespace {
+using namespace replayssm;
+using kern::Hot;
+using kern::Layout;
+using kern::Flush;
+
+// A problem at the bench's real shapes (GDN Qwen3.5, Mamba-2 Nemotron-H), L = 16, steady state, layouts fitting.
+kern::Problem real_problem(emu::Arch arch, emu::Policy pol, formats::FormatId f, int B, int T = 0,
+                           emu::USource u = emu::USource::lp) {
+  emu::Mode m;
+  m.arch = arch, m.policy = pol, m.usource = u, m.format = f, m.L = 16, m.max_drafts = 8;
+  m.scaling = f == formats::FormatId::fp32 ? formats::Scaling::none : formats::Scaling::row;
+  emu::Dims d;
+  d.B = B;
+  if (arch == emu::Arch::gdn) d.G = 16, d.H = 32, d.K = 128, d.V = 128;
+  else d.G = 8, d.H = 128, d.K = 128, d.V = 64;
+  const long long flushing = T == 0 && m.replay() ? (B + 15) / 16 : 0;
+  kern::Problem p = kern::make_problem(m, d, T == 0 ? kern::Op::step : kern::Op::verify, T == 0 ? 1 : T, flushing, 0);
+  kern::assume_layouts_fit(p);
+  return p;
+}
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and values rejected", "[kernels]") {
+  const kern::PlanOverride none = kern::parse_plan_override("");
+  CHECK(none.text.empty());
+  CHECK_FALSE(none.reference);
+  const kern::PlanOverride o =
+      kern::parse_plan_override(" dots=tc , layout=split,heads=2,slices=whole,hint=1,records=generic,pdl=off");
+  CHECK(o.layout == kern::PlanOverride::Layout::split);
+  CHECK(o.heads == 2);
+  CHECK(o.slices == kern::kWholeHead);
+  CHECK(o.hint == 1);
+  CHECK(o.generic_records);
+  CHECK(o.tc_dots);
+  CHECK(o.no_pdl);
+  CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off");
+  CHECK(kern::parse_plan_override(o.text).text == o.text);  // the canonical text parses to itself
+  CHECK(kern::parse_plan_override("kernel=reference").reference);
+  CHECK(kern::parse_plan_override("hint=unknown").hint == kern::kUnknownHint);
+  CHECK(kern::parse_plan_override("layout=split,layout=auto").layout == kern::PlanOverride::Layout::automatic);
+  for (const char* bad : {"lean=3", "layout=fast", "heads=-1", "heads=x", "slices=1.5", "hint=0", "dots=fast",
+                          "records=fixed", "pdl=on", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(kern::parse_plan_override(bad), std::invalid_argument);
+  }
+  try {
+    kern::parse_plan_override("heads=2,layuot=split");
+    FAIL("accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("layuot") != std::string::npos);  // the message names the key
+  }
+}
+
+TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
+  using emu::Arch;
+  using emu::Policy;
+  using formats::FormatId;
+  const kern::Device h200;
+  auto plan = [&](const kern::Problem& p, const std::string& o = "") {
+    return kern::plan_launch(p, h200, kern::parse_plan_override(o));
+  };
+  // conventional decode: one kernel, every batch
+  for (const int B : {1, 256})
+    CHECK(plan(real_problem(Arch::gdn, Policy::conventional_shared, FormatId::fp32, B)).layout == Layout::conventional);
+  // FP32 ReplaySSM step: combined below 8192 heads (GDN) / 16384 (Mamba-2), the fused grid from there
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::combined);
+  const kern::LaunchPlan g256 = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256));
+  CHECK(g256.layout == Layout::fused);
+  CHECK(g256.hot == Hot::head_step);
+  CHECK(g256.flush == Flush::fold_shared);
+  CHECK(g256.fixed_records);
+  CHECK(g256.flush_slices == 4);  // whole heads
+  CHECK(g256.fused_rows == 16);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::combined);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 128)).layout == Layout::fused);
+  // layout=split keeps the two kernels where the fused grid would run
+  const kern::LaunchPlan two = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=split");
+  CHECK(two.layout == Layout::split);
+  CHECK(two.pdl);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=split,pdl=off").pdl == false);
+  // row-scaled FP8 steps: the split layout, head_step_kernel and the folded flush, at every batch
+  for (const int B : {1, 16, 256}) {
+    const kern::LaunchPlan f8 = plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, B));
+    CHECK(f8.layout == Layout::split);
+    CHECK(f8.hot == Hot::head_step);
+    CHECK(f8.flush == Flush::fold_split);
+    CHECK_FALSE(f8.tc_dots);
+  }
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 256), "dots=tc").tc_dots);
+  CHECK_FALSE(plan(real_problem(Arch::mamba2, Policy::replay_split, FormatId::fp8_e4m3, 256), "dots=tc").tc_dots);
+  // GDN split u=hp / u=recompute: not head_step_kernel; the u=recompute step in the combined layout
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 256, 0, emu::USource::hp)).hot ==
+        Hot::head);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 256, 0, emu::USource::recompute))
+            .layout == Layout::combined);
+  // FP32 verify of 2..8 drafts: the grouped verify kernel; the tensor-core form from 4 (GDN) / 6 (Mamba-2) drafts
+  for (int T = 1; T <= 8; ++T) {
+    const kern::LaunchPlan v = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256, T), "dots=tc");
+    INFO("T " << T);
+    CHECK(v.layout == Layout::split);
+    CHECK(v.group_heads == 2);
+    CHECK(v.hot == (T >= 2 ? Hot::group_verify : Hot::group));
+    CHECK(v.tc_dots == (T >= kern::tc_verify_min_drafts(true)));
+    CHECK(v.flush == Flush::none);  // steady-state verify: no early flush
+  }
+  CHECK_FALSE(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 256, 5), "dots=tc").tc_dots);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 256, 6), "dots=tc").tc_dots);
+  // the reference kernel: formats the tuned kernels lack, K > 128, the materialise op, and on request
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::bf16, 256)).engine == kern::Engine::reference);
+  kern::Problem wide = real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 4);
+  wide.K = 256;
+  CHECK(plan(wide).engine == kern::Engine::reference);
+  const kern::LaunchPlan ref = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 4), "kernel=reference");
+  CHECK(ref.engine == kern::Engine::reference);
+  CHECK(kern::to_string(ref) == "reference (plan override kernel=reference)");
+  // an early flush: one slice per flush CTA and the generic flush
+  kern::Problem early = real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp8_e4m3, 256);
+  early.early = 1;
+  const kern::LaunchPlan ep = plan(early, "slices=whole");
+  CHECK(ep.flush_slices == 1);
+  CHECK(ep.flush == Flush::generic);
+  // overrides reach the rules: heads per CTA for steps, slices, the generic records instantiation
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp8_e4m3, 4), "heads=16").group_heads == 16);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp8_e4m3, 4), "heads=16").hot == Hot::group);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp8_e4m3, 4), "slices=2").flush_slices == 2);
+  CHECK_FALSE(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp8_e4m3, 4), "records=generic")
+                  .fixed_records);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=combined").layout ==
+        Layout::combined);
+}
+
+TEST_CASE("launch plan: the printed table equals the committed one", "[kernels]") {
+  // `replayssm bench --list-plans` prints this table; a change of any rule shows here as a diff of
+  // tests/kernels/plan_table.txt (regenerate it with that command when the change is meant).
+  const char* src = std::getenv("REPLAYSSM_SOURCE_DIR");
+  REQUIRE(src != nullptr);
+  const std::string want = read_file(std::string(src) + "/tests/kernels/plan_table.txt");
+  REQUIRE_FALSE(want.empty());
+  const std::string got = emu::plan_table("");
+  if (got != want) {
+    std::istringstream a(got), b(want);
+    std::string la, lb;
+    int line = 0;
+    while (std::getline(a, la) && std::getline(b, lb)) {
+      ++line;
+      if (la != lb) {
+        INFO("first difference at line " << line << "\n  now:       " << la << "\n  committed: " << lb);
+        CHECK(la == lb);
+        break;
+      }
+    }
+  }
+  CHECK(got == want);
+}
