@@ -57,7 +57,7 @@ def _s(v):
 def format_label(fmt, scaling="none"):
     """'fp8_e4m3', 'row' -> 'FP8 E4M3 (per row)'; 'nvfp4', 'block' -> 'NVFP4'."""
     names = {"fp32": "FP32", "bf16": "BF16", "fp16": "FP16", "fp8_e4m3": "FP8 E4M3", "fp8_e5m2": "FP8 E5M2",
-             "int8": "INT8", "int16": "INT16", "bf16x2": "BF16 hi/lo", "nvfp4": "NVFP4", "mxfp8": "MXFP8",
+             "int8": "INT8", "int8_ef": "INT8 + int4 residual", "int16": "INT16", "bf16x2": "BF16 hi/lo", "nvfp4": "NVFP4", "mxfp8": "MXFP8",
              "mxfp4": "MXFP4"}
     s = names.get(fmt, fmt.upper())
     if scaling not in ("none", "-", "", "block") or (scaling == "block" and fmt not in ("nvfp4", "mxfp8", "mxfp4")):

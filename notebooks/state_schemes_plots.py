@@ -4,7 +4,11 @@
 `replayssm sweep --config experiments/state_schemes.ini` with the helpers of replayssm_plots.py.
 
     /usr/bin/python3 notebooks/replayssm_plots.py state-schemes state_schemes.h5 state_schemes.png
+
+plot_capture_drift draws the same schemes on a captured activation dump (`replayssm sweep --activations`): output
+drift against the FP64 shadow, layer by layer, since a dump has no model head and so no KL or flips.
 """
+import h5py
 import numpy as np
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
@@ -83,6 +87,55 @@ def plot_state_schemes(results, out_png):
             ax_kl.set_xlabel("position in the text (bytes, log scale)")
             ax_flip.set_xlabel("position in the text (bytes, log scale)")
     fig.suptitle("Serving-engine state schemes: output KL and token flips vs length\n" + sw.subtitle(), fontsize=12)
+    rp._finish(fig)
+    rp._save(fig, out_png)
+    return out_png
+
+
+def plot_capture_drift(path, out_png, bytes_from=None):
+    """Output drift vs position of every scheme on an activation-dump sweep (`sweep --activations`): the mean over
+    layers of the per-position relative output error against the FP64 shadow. bytes_from: a model sweep (Sweep) whose
+    runs give each (format, scaling) its bytes per element for the legend (the dump's head shape may differ: stated)."""
+    with h5py.File(path, "r") as f:
+        runs = []
+        for k in f["runs"]:
+            g = f["runs"][k]
+            a = {n: rp._s(v) for n, v in g.attrs.items()}
+            a["drift"] = np.asarray(g["output_drift"][()], dtype=float)
+            runs.append(a)
+        text = rp._s(f["config"].attrs.get("activations", "")) if "config" in f else ""
+    order = []
+    for r in runs:
+        if (r["format"], r["scaling"]) not in order:
+            order.append((r["format"], r["scaling"]))
+    per_byte = {}
+    if bytes_from is not None:
+        for r in bytes_from.runs:
+            per_byte.setdefault((r["format"], r["scaling"]), bytes_per_element(r))
+    fig, ax = plt.subplots(1, 1, figsize=(12.5, 5.2))
+    entries, roundings = [], set()
+    for r in sorted(runs, key=lambda r: (order.index((r["format"], r["scaling"])), r["rounding"])):
+        colour = SCHEME_COLORS[order.index((r["format"], r["scaling"])) % len(SCHEME_COLORS)]
+        d = np.nanmean(r["drift"], axis=0)
+        x = np.arange(1, len(d) + 1)
+        ax.plot(x, np.where(d > 0, d, np.nan), color=colour, lw=1.4, ms=2.5, markevery=8,
+                **ROUNDING_STYLE.get(r["rounding"], {}))
+        b = per_byte.get((r["format"], r["scaling"]), float("nan"))
+        label = rp.format_label(r["format"], r["scaling"]) + (" · %.3g B/elem" % b if np.isfinite(b) else "")
+        if (label, colour) not in entries:
+            entries.append((label, colour))
+        roundings.add(r["rounding"])
+    ax.set_yscale("log")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("position in the captured sequence (tokens, log scale)")
+    ax.set_ylabel("output drift vs FP64 shadow\n(relative RMS, mean over layers)")
+    model = runs[0].get("model", "") if runs else ""
+    ax.set_title("%s capture: %d runs, %s" % (model, len(runs), POLICY_NAMES.get(runs[0]["policy"], "")
+                                                  if runs else ""), fontsize=11)
+    _legend(ax, entries, roundings)
+    fig.suptitle("Serving-engine state schemes on a captured activation dump (no model head: drift, not KL)"
+                 + ("\n" + text if text else "") + ("\nB/elem at the tiny models' head shape" if per_byte else ""),
+                 fontsize=11)
     rp._finish(fig)
     rp._save(fig, out_png)
     return out_png

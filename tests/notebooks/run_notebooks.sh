@@ -62,7 +62,7 @@ declare -A EXPECT=(
   [kl_drift_vs_length]="kl_vs_length.png drift_vs_length.png"
   [flush_interval]="flush_interval.png"
   [gdn_usource]="gdn_usource.png"
-  [state_schemes]="state_schemes.png"
+  [state_schemes]="state_schemes.png state_schemes_capture.png"
   [bench]="speedup_vs_batch.png verify_latency_vs_T.png"
 )
 for nb in "$NB"/*.ipynb; do
