@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU correctness check in one run on the GPU machine (H200):
-#   test_cuda_kernels and test_formats_gpu, `replayssm validate --backend all --shapes all`, then compute-sanitizer:
+#   test_cuda_kernels and test_formats_gpu, `replayssm validate --backend all --shapes all` and `--tree 4,2,2,1`, then
+#   compute-sanitizer:
 #   all four tools over the [sanitize] cases and test_formats_gpu (SAN_FULL=1: memcheck and racecheck over every GPU
 #   test case too), as parallel processes, one per tool x test case, spread over the visible GPUs. Processes on one
 #   GPU share it (16 progressed about 1.6x slower each than 10), so the total work per GPU is what counts.
@@ -82,6 +83,9 @@ start=$SECONDS
 if [[ ${SKIP_VALIDATE:-0} != 1 ]]; then
   "$bin/replayssm" validate --arch all --backend all --shapes all > "$out/validate_all.log" 2>&1; rc=$?
   echo "replayssm validate --arch all --backend all --shapes all: rc=$rc $(tail -1 "$out/validate_all.log") ($((SECONDS - start)) s)" >> "$summary"
+  start=$SECONDS
+  "$bin/replayssm" validate --arch all --backend all --tree 4,2,2,1 > "$out/validate_tree.log" 2>&1; rc=$?
+  echo "replayssm validate --arch all --backend all --tree 4,2,2,1: rc=$rc $(tail -1 "$out/validate_tree.log") ($((SECONDS - start)) s)" >> "$summary"
 fi
 
 # The sanitizers last (the plain checks above are CPU-heavy and would starve them), one process per (tool, test case),
