@@ -127,7 +127,7 @@ PlanOverride resolve_plan_override(const std::string& option) {
 Problem make_problem(const emu::Mode& m, const emu::Dims& d, Op op, int T, long long flushing, int early) {
   Problem p;
   p.arch = m.arch, p.op = op, p.format = m.format, p.scaling = m.scaling, p.rounding = m.rounding;
-  p.policy = m.policy, p.usource = m.usource;
+  p.policy = m.policy, p.usource = m.usource, p.records = m.records;
   p.B = d.B, p.G = d.G, p.H = d.H, p.K = d.K, p.V = d.V, p.T = T, p.L = m.L, p.cap = m.capacity();
   p.max_drafts = m.max_drafts, p.flushing = flushing, p.early = early;
   return p;
@@ -178,6 +178,7 @@ bool tuned_applies(const Problem& p, std::string* why) {
   if (p.format != formats::FormatId::fp32 && p.format != formats::FormatId::fp8_e4m3)
     return no("format not instantiated in the tuned kernels");
   if (p.op == Op::state) return no("materialise op");
+  if (p.records == emu::Records::bf16) return no("BF16 records");
   if (p.op == Op::tree) return no("tree verify");
   if (p.K > 128 || p.K % 4 != 0) return no("K > 128 or K % 4 != 0");
   if (p.V > 8 * 32) return no("V > 256");

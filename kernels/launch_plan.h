@@ -65,6 +65,7 @@ struct Problem {
   formats::Rounding rounding = formats::Rounding::rne;
   emu::Policy policy = emu::Policy::conventional_shared;
   emu::USource usource = emu::USource::hp;
+  emu::Records records = emu::Records::fp32;
   int B = 1, G = 1, H = 1, K = 128, V = 128, T = 1, L = 16, cap = 23, max_drafts = 8;
   long long flushing = -1;  // sequences that flush in this op (-1: unknown)
   int early = -1;           // sequences that flush early (-1: unknown)

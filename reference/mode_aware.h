@@ -55,6 +55,10 @@ struct ModeAwareSpec {
   StorePolicy policy = StorePolicy::kConventionalShared;
   SplitUSource usource = SplitUSource::kHp;  // read only for GDN + kReplaySplit
   int V = 0, K = 0;
+  // The record format: every element of a record vector (k, w, and v kept for recompute) is stored as
+  // record_value(x) (the caller binds the format's codec, as for StoreFn); null = exact. The scalars a and beta stay
+  // exact. Replay policies only.
+  std::function<double(double)> record_value;
   int L = 16;
   int max_drafts = 8;
   int capacity() const { return L - 1 + max_drafts; }

@@ -78,17 +78,17 @@ class ReplayStoredHead final : public ModeAwareHead {
       const HeadToken& t = drafts[std::size_t(i)];
       const std::size_t slot = std::size_t(n_ + i);
       recs_[slot].a = t.a;
-      recs_[slot].k = t.k;
+      recs_[slot].k = rec(t.k);
       beta_[slot] = t.beta;
-      v_[slot] = t.v;
+      v_[slot] = rec(t.v);
       path_recs.assign(recs_.begin(), recs_.begin() + n_);
       for (int j : tree.path(i)) path_recs.push_back(recs_[std::size_t(n_ + j)]);
       const int m = int(path_recs.size());
       if (gdn()) {
         const Eigen::MatrixXd& S = split() && spec_.usource == SplitUSource::kHp ? hp_ : lp_;
-        recs_[slot].w = gdn_u(S, path_recs, m - 1, t.beta, t.v);
+        recs_[slot].w = rec(gdn_u(S, path_recs, m - 1, t.beta, t.v));
       } else {
-        recs_[slot].w = t.v;
+        recs_[slot].w = rec(t.v);
       }
       path_recs.back().w = recs_[slot].w;
       Eigen::VectorXd o = window_apply(lp_ * t.q, path_recs, m, t.q);
@@ -135,6 +135,14 @@ class ReplayStoredHead final : public ModeAwareHead {
     if (pending_ >= 0) throw std::logic_error(std::string("ReplayStoredHead::") + what + ": accept() first");
   }
 
+  // A record vector as the buffer holds it (spec_.record_value per element; exact without one).
+  Eigen::VectorXd rec(const Eigen::VectorXd& x) const {
+    if (!spec_.record_value) return x;
+    Eigen::VectorXd y(x.size());
+    for (Eigen::Index e = 0; e < x.size(); ++e) y[e] = spec_.record_value(x[e]);
+    return y;
+  }
+
   // u_i = beta_i (v_i - a_i S_{c+i} k_i), S_{c+i} k_i from checkpoint S and records 0..i-1 of recs (re-associated).
   Eigen::VectorXd gdn_u(const Eigen::MatrixXd& S, const std::vector<Record>& recs, int i, double beta,
                         const Eigen::VectorXd& v) const {
@@ -148,15 +156,15 @@ class ReplayStoredHead final : public ModeAwareHead {
   void append(int i, const HeadToken& t) {
     Record& r = recs_[std::size_t(i)];
     r.a = t.a;
-    r.k = t.k;
+    r.k = rec(t.k);
     beta_[std::size_t(i)] = t.beta;
-    v_[std::size_t(i)] = t.v;
+    v_[std::size_t(i)] = rec(t.v);
     if (!gdn()) {
-      r.w = t.v;
+      r.w = rec(t.v);
       return;
     }
     const Eigen::MatrixXd& S = split() && spec_.usource == SplitUSource::kHp ? hp_ : lp_;
-    r.w = gdn_u(S, recs_, i, t.beta, t.v);
+    r.w = rec(gdn_u(S, recs_, i, t.beta, t.v));
   }
 
   // Non-flush output over the first m records, from the stored copy (shared: the checkpoint; split: the LP copy).
@@ -171,7 +179,8 @@ class ReplayStoredHead final : public ModeAwareHead {
   Eigen::MatrixXd materialise(int m, std::vector<Record>& recs) const {
     const Eigen::MatrixXd& S = rec_ckpt();
     if (recompute())
-      for (int i = 0; i < m; ++i) recs[std::size_t(i)].w = gdn_u(S, recs, i, beta_[std::size_t(i)], v_[std::size_t(i)]);
+      for (int i = 0; i < m; ++i)
+        recs[std::size_t(i)].w = rec(gdn_u(S, recs, i, beta_[std::size_t(i)], v_[std::size_t(i)]));
     return window_state(S, recs, m);
   }
 

@@ -92,6 +92,9 @@ class CudaBackend final : public emu::DecodeBackend {
     pendingT_ = 0;
     tree_.clear();
     flushes_ = 0;
+    int optin = 0;
+    ck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), "cudaDeviceGetAttribute");
+    scratch_.alloc(reference_stages_in_global(d.V, d.K, m.capacity(), std::size_t(optin)) ? nh * 2 * VK : 0);
     plans_.clear();
     inited_ = true;
   }
@@ -244,11 +247,13 @@ class CudaBackend final : public emu::DecodeBackend {
     p.B = d_.B, p.G = d_.G, p.H = d_.H, p.K = d_.K, p.V = d_.V;
     p.L = m_.L, p.cap = m_.capacity(), p.max_drafts = m_.max_drafts, p.T = in.T;
     p.policy = m_.policy, p.usource = m_.usource, p.scaling = m_.scaling, p.rounding = m_.rounding, p.seed = m_.seed;
+    p.records = m_.records;
     p.op = op;
     p.codes = codes_.p, p.scales = scales_.p, p.code_bytes = lay_.code_bytes, p.scale_bytes = lay_.scale_bytes;
     p.hp = hp_.p, p.snap_codes = snap_codes_.p, p.snap_scales = snap_scales_.p;
     p.ra = ra_.p, p.rbeta = rbeta_.p, p.rk = rk_.p, p.rw = rw_.p, p.rv = rv_.p;
     p.parents = dparents_.p, p.node_states = node_states_.p, p.pa = pa_.p, p.pk = pk_.p, p.pw = pw_.p;
+    p.state_scratch = scratch_.p;
     return p;
   }
 
@@ -303,6 +308,7 @@ class CudaBackend final : public emu::DecodeBackend {
   DevBuf<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
   DevBuf<float> hp_, ra_, rbeta_, rk_, rw_, rv_, da_, dbeta_, dv_, dk_, dq_, dskip_, dout_;
   DevBuf<float> node_states_, pa_, pk_, pw_;  // tree verify's scratch (KParams::node_states, pa, pk, pw)
+  DevBuf<float> scratch_;  // the reference kernel's staged states where shared memory is too small (state_scratch)
   DevBuf<int> dn_, dearly_, dtok_, dparents_, dpath_, dlen_;
   std::vector<int> n_, tok_;
   std::vector<int> tree_;  // the pending tree verify's parents (empty: none, or a chain verify's)

@@ -123,11 +123,13 @@ struct HeadCtx {
     gammas_and_coefs(a, rk, i + 1, k, i);
     for (int r = warp; r < p.V; r += kWarps) {
       const float sck = warp_dot(S + std::size_t(r) * p.K, k, p.K, lane);
-      if (lane == 0) u[r] = emu::gdn_u(beta, v[r], emu::window_sum(*total, sck, coef, rw, p.V, r, i));
+      if (lane == 0) u[r] = rec(emu::gdn_u(beta, v[r], emu::window_sum(*total, sck, coef, rw, p.V, r, i)));
     }
     __syncthreads();
   }
 
+  // A record vector's element as the buffer holds it (the mode's record format; the buffer itself stays FP32 here).
+  __device__ float rec(float x) const { return emu::record_value(x, p.records == emu::Records::bf16); }
   // Token t's record fields into slot i: a, beta, k, v (u=recompute) and, for Mamba-2, w = v (GDN's u comes after).
   __device__ void store_record(int i, int t) {
     const float* v = tok_v(t);
@@ -136,10 +138,10 @@ struct HeadCtx {
       ra()[i] = tok_a(t);
       rbeta()[i] = tok_beta(t);
     }
-    for (int c = tid; c < p.K; c += kThreads) rk()[std::size_t(i) * p.K + c] = k[c];
+    for (int c = tid; c < p.K; c += kThreads) rk()[std::size_t(i) * p.K + c] = rec(k[c]);
     for (int r = tid; r < p.V; r += kThreads) {
-      if (recompute()) rv()[std::size_t(i) * p.V + r] = v[r];
-      if (!kGdn) rw()[std::size_t(i) * p.V + r] = v[r];
+      if (recompute()) rv()[std::size_t(i) * p.V + r] = rec(v[r]);
+      if (!kGdn) rw()[std::size_t(i) * p.V + r] = rec(v[r]);
     }
     __syncthreads();
   }
@@ -365,9 +367,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(KParams p) {
   c.tid = threadIdx.x;
   c.lane = threadIdx.x % 32;
   c.warp = threadIdx.x / 32;
-  c.Sout = smem;
-  c.Srec = smem + VK;
-  c.G = c.Srec + VK;
+  float* states = p.state_scratch ? p.state_scratch + std::size_t(c.hh) * 2 * VK : smem;
+  c.Sout = states;
+  c.Srec = states + VK;
+  c.G = p.state_scratch ? smem : c.Srec + VK;
   c.d = c.G + p.cap + 1;
   c.coef = c.d + p.cap + 1;
   c.total = c.coef + p.cap + 1;
@@ -384,7 +387,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(KParams p) {
 }
 
 inline std::size_t smem_bytes(const KParams& p) {
-  return (2 * std::size_t(p.V) * p.K + 3 * std::size_t(p.cap + 1) + 1) * sizeof(float);
+  return reference_smem_bytes(p.V, p.K, p.cap, p.state_scratch != nullptr);
 }
 
 template <class C, bool kGdn>

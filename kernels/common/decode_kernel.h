@@ -69,7 +69,24 @@ struct KParams {
   const int* parents = nullptr;
   float* node_states = nullptr;
   float *pa = nullptr, *pk = nullptr, *pw = nullptr;
+  // The record vectors' format (emu::Records): the reference kernel rounds them at their store; last, so that the
+  // tuned kernels' parameter offsets stay where they are.
+  emu::Records records = emu::Records::fp32;
+  // The reference kernel's two staged states per head (output and recurrence checkpoint), [heads][2][V][K], where
+  // they do not fit in shared memory (reference_stages_in_global); null: in shared memory.
+  float* state_scratch = nullptr;
 };
+
+// The reference kernel's dynamic shared memory: the two staged states (unless they live in state_scratch) and its
+// window tables (decays, dots, coefficients of cap + 1 records, and the total).
+inline std::size_t reference_smem_bytes(int V, int K, int cap, bool states_in_global) {
+  return ((states_in_global ? 0 : 2 * std::size_t(V) * std::size_t(K)) + 3 * std::size_t(cap + 1) + 1) * sizeof(float);
+}
+// Whether the states must live in global memory: their shared-memory layout exceeds the device's opt-in limit per
+// block (227 KB on an H100 / H200: V K above ~29000, e.g. 192 x 272).
+inline bool reference_stages_in_global(int V, int K, int cap, std::size_t smem_optin_bytes) {
+  return reference_smem_bytes(V, K, cap, false) > smem_optin_bytes;
+}
 
 // The reference kernel's largest buffer (records of the window plus drafts); the tuned kernels take at most 64.
 inline constexpr int kMaxRecords = 128;

@@ -50,7 +50,7 @@ LaunchPlan plan_one(const KParams& p, const PlanOverride& o, const Device& dev) 
   Problem pr;
   pr.arch = kGdn ? emu::Arch::gdn : emu::Arch::mamba2;
   pr.op = p.op, pr.format = C::kFormat, pr.scaling = p.scaling, pr.rounding = p.rounding;
-  pr.policy = p.policy, pr.usource = p.usource;
+  pr.policy = p.policy, pr.usource = p.usource, pr.records = p.records;
   pr.B = p.B, pr.G = p.G, pr.H = p.H, pr.K = p.K, pr.V = p.V, pr.T = p.T, pr.L = p.L, pr.cap = p.cap;
   pr.max_drafts = p.max_drafts, pr.flushing = p.flush_hint, pr.early = p.early_hint;
   pr.head_fits = head_smem_floats<C, kGdn>(p) > 0;

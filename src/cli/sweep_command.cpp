@@ -48,6 +48,8 @@ void add_options(po::options_description& d) {
     ("rounding", po::value<std::string>()->default_value("rne"), "rounding modes: rne, sr, philox (comma list)")
     ("L", po::value<std::string>()->default_value("16"), "flush intervals (comma list)")
     ("u-source", po::value<std::string>()->default_value("hp"), "GDN replay-split u source(s): hp, lp, recompute")
+    ("records", po::value<std::string>()->default_value("fp32"),
+     "replay-buffer record formats: fp32, bf16 (k and u / dt x stored in BF16; replay policies only; comma list)")
     ("seed", po::value<unsigned long long>()->default_value(0), "stochastic-rounding seed")
     ("backend", po::value<std::string>()->default_value("auto"), "auto (CUDA if a GPU is present), cuda, emulated")
     ("jobs", po::value<int>()->default_value(0), "runs evaluated in parallel (emulated backend; 0 = all cores)")
@@ -248,6 +250,7 @@ int run(const po::variables_map& cli) {
     return L;
   });
   axes.usources = parse_each<emu::USource>("u-source", vm["u-source"].as<std::string>(), emu::parse_usource);
+  axes.records = parse_each<emu::Records>("records", vm["records"].as<std::string>(), emu::parse_records);
   axes.seed = vm["seed"].as<unsigned long long>();
   std::pair<int, int> shard{0, 1};
   if (vm.count("shard")) shard = sweep::parse_shard(vm["shard"].as<std::string>());

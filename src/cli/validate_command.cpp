@@ -197,9 +197,10 @@ int run(const po::variables_map& vm) {
     std::vector<CaseOutputs> refs;
     for (const CaseInputs& in : ins) refs.push_back(run_reference(in));
     std::vector<Mode> modes = modes_for(s.arch, s.name != "small");  // real shapes: main formats (time)
-    if (s.name == "small") {  // and the formats outside modes_for's list (int16, bf16x2, int8_ef)
-      const std::vector<Mode> fine = fine_modes_for(s.arch);
+    if (s.name == "small") {  // and the formats outside modes_for's list (int16, bf16x2, int8_ef), BF16 records
+      const std::vector<Mode> fine = fine_modes_for(s.arch), recs = records_modes_for(s.arch);
       modes.insert(modes.end(), fine.begin(), fine.end());
+      modes.insert(modes.end(), recs.begin(), recs.end());
     }
     for (const Mode& m : modes) {
       // key: backend|against|kernel

@@ -25,6 +25,12 @@ const char* usource_name(USource u) {
   }
   return "?";
 }
+const char* records_name(Records r) { return r == Records::bf16 ? "bf16" : "fp32"; }
+Records parse_records(const std::string& s) {
+  for (Records r : {Records::fp32, Records::bf16})
+    if (s == records_name(r)) return r;
+  throw std::invalid_argument("unknown record format '" + s + "' (expected fp32 or bf16)");
+}
 Arch parse_arch(const std::string& s) {
   if (s == "gdn") return Arch::gdn;
   if (s == "mamba2") return Arch::mamba2;
@@ -45,6 +51,7 @@ std::string Mode::name() const {
   std::string s = std::string(policy_name(policy)) + "/" + formats::format_name(format) + "/" +
                   formats::scaling_name(scaling) + "/" + formats::rounding_name(rounding);
   if (arch == Arch::gdn && split()) s += std::string("/u=") + usource_name(usource);
+  if (bf16_records()) s += "/rec=bf16";
   return s;
 }
 
@@ -81,6 +88,10 @@ Mode parse_mode(const std::string& name, Arch arch) {
       if (!(arch == Arch::gdn && m.policy == Policy::replay_split))
         throw std::invalid_argument("mode '" + name + "': u= applies to gdn replay_split only");
       m.usource = parse_usource(x.substr(2));
+    } else if (x.rfind("rec=", 0) == 0) {
+      m.records = parse_records(x.substr(4));
+      if (m.bf16_records() && !m.replay())
+        throw std::invalid_argument("mode '" + name + "': rec=bf16 applies to the replay policies only");
     } else if (x.rfind("L=", 0) == 0) {
       m.L = int(number(x, "L", 1, 4096));
     } else if (x.rfind("seed=", 0) == 0) {
@@ -102,6 +113,8 @@ Mode parse_mode(const std::string& name, Arch arch) {
 void check_mode(const Mode& m, const Dims& d) {
   formats::check_combination(m.format, m.scaling, m.rounding);
   if (m.L < 1) throw std::invalid_argument("L must be >= 1");
+  if (m.bf16_records() && !m.replay())
+    throw std::invalid_argument("BF16 records apply to the replay policies only (conventional decode keeps none)");
   if (m.max_drafts < 1) throw std::invalid_argument("max_drafts must be >= 1");
   if (d.B < 1 || d.G < 1 || d.H < 1 || d.H % d.G != 0)
     throw std::invalid_argument("dims: need B, G, H >= 1 and H a multiple of G");

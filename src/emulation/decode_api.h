@@ -25,13 +25,19 @@ namespace replayssm::emu {
 enum class Arch : std::uint8_t { gdn, mamba2 };
 enum class Policy : std::uint8_t { conventional_shared, replay_shared, replay_split };
 enum class USource : std::uint8_t { hp, lp, recompute };  // GDN under replay_split: which copy forms u
+// The replay buffer's record vectors (the key k, and w: GDN's u, Mamba-2's dt x; the raw v kept for u=recompute):
+// fp32, or bf16 (RNE at the record's store, every reader widens to FP32 and forms its products in FP32). The scalars
+// a and beta stay FP32. Conventional decode keeps no records: bf16 applies to the replay policies only.
+enum class Records : std::uint8_t { fp32, bf16 };
 
 const char* arch_name(Arch a);
 const char* policy_name(Policy p);
 const char* usource_name(USource u);
+const char* records_name(Records r);
 Arch parse_arch(const std::string& s);
 Policy parse_policy(const std::string& s);
 USource parse_usource(const std::string& s);
+Records parse_records(const std::string& s);
 
 struct Dims {
   int B = 1;  // sequences
@@ -51,20 +57,22 @@ struct Mode {
   formats::Scaling scaling = formats::Scaling::none;
   formats::Rounding rounding = formats::Rounding::rne;
   std::uint64_t seed = 0;
+  Records records = Records::fp32;  // replay policies only
   int L = 16;          // flush period
   int max_drafts = 8;  // largest verify T; the buffer holds L - 1 + max_drafts records
   int capacity() const { return L - 1 + max_drafts; }
   bool split() const { return policy == Policy::replay_split; }
   bool replay() const { return policy != Policy::conventional_shared; }
   bool recompute() const { return arch == Arch::gdn && split() && usource == USource::recompute; }
-  std::string name() const;  // "replay_split/fp8_e4m3/row/rne/u=hp"
+  bool bf16_records() const { return records == Records::bf16; }
+  std::string name() const;  // "replay_split/fp8_e4m3/row/rne/u=hp" ("/rec=bf16" appended for BF16 records)
 };
 
 // Throws std::invalid_argument on a bad combination (format x scaling x rounding, L, drafts, dims).
 void check_mode(const Mode& m, const Dims& d);
 
-// The inverse of Mode::name(), for options: "policy/format[/scaling][/rounding][/u=SRC][/L=N][/seed=N]" (scaling
-// defaults to the format's own, rounding to rne, u to hp, L to 16, seed to 0). The arch is the caller's. Throws
+// The inverse of Mode::name(), for options: "policy/format[/scaling][/rounding][/u=SRC][/rec=R][/L=N][/seed=N]"
+// (scaling defaults to the format's own, rounding to rne, u to hp, records to fp32, L to 16, seed to 0). The arch is the caller's. Throws
 // std::invalid_argument naming the bad segment or combination.
 Mode parse_mode(const std::string& name, Arch arch);
 

@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "formats/hd.h"
+#include "formats/minifloat.h"
 
 namespace replayssm::emu {
 
@@ -103,6 +104,10 @@ REPLAYSSM_HD float conv_decay(float a, float s) { return REPLAYSSM_MUL(a, s); }
 // Conventional step, second half: s' = fmaf(w_r, k_c, a s)  (w = u for GDN, v for Mamba-2).
 REPLAYSSM_HD float conv_update(float w_r, float k_c, float as) { return REPLAYSSM_FMA(w_r, k_c, as); }
 
+// A record vector's element as the buffer holds it: itself (FP32 records) or its BF16 value (RNE), widened.
+REPLAYSSM_HD float record_value(float x, bool bf16) {
+  return bf16 ? formats::bf16_decode(formats::bf16_encode(x)) : x;
+}
 REPLAYSSM_HD float add_skip(float o, const float* skip, int r) { return skip ? REPLAYSSM_ADD(o, skip[r]) : o; }
 
 }  // namespace replayssm::emu

@@ -344,18 +344,22 @@ class EmulatedBackend final : public DecodeBackend {
     float *sck = row_x_.data(), *ask = row_y_.data();
     for (int r = 0; r < V; ++r) sck[r] = pdot_.dot_prepared(S + std::size_t(r) * K, pk, K);
     window_sum_rows(total, sck, coef, rw, V, i, V, ask);  // = window_sum(total, sck[r], coef, rw, V, r, i) per row
-    for (int r = 0; r < V; ++r) u[r] = gdn_u(beta, v[r], ask[r]);
+    for (int r = 0; r < V; ++r) u[r] = record_value(gdn_u(beta, v[r], ask[r]), m_.bf16_records());
   }
 
+  // A record vector into the buffer, in the mode's record format.
+  void store_vec(const float* x, int n, float* dst) const {
+    for (int e = 0; e < n; ++e) dst[e] = record_value(x[e], m_.bf16_records());
+  }
   // Appends token t as record i (0-based) of head hh's window.
   void append(std::size_t hh, int i, const Tok& t) {
     const int V = d_.V, K = d_.K;
     rec_a(hh)[i] = t.a;
     rec_beta(hh)[i] = t.beta;
-    std::copy(t.k, t.k + K, rec_k(hh) + std::size_t(i) * K);
-    if (m_.recompute()) std::copy(t.v, t.v + V, rec_v(hh) + std::size_t(i) * V);
+    store_vec(t.k, K, rec_k(hh) + std::size_t(i) * K);
+    if (m_.recompute()) store_vec(t.v, V, rec_v(hh) + std::size_t(i) * V);
     if (m_.arch == Arch::mamba2) {
-      std::copy(t.v, t.v + V, rec_w(hh) + std::size_t(i) * V);
+      store_vec(t.v, V, rec_w(hh) + std::size_t(i) * V);
       return;
     }
     // u source: shared -> the F checkpoint; split -> HP (u=hp) or the LP copy (u=lp, and u=recompute between flushes)
@@ -398,8 +402,8 @@ class EmulatedBackend final : public DecodeBackend {
     const int slot = n + i, m = n + int(path.size());
     rec_a(hh)[slot] = t.a;
     rec_beta(hh)[slot] = t.beta;
-    std::copy(t.k, t.k + K, rec_k(hh) + std::size_t(slot) * K);
-    if (m_.recompute()) std::copy(t.v, t.v + V, rec_v(hh) + std::size_t(slot) * V);
+    store_vec(t.k, K, rec_k(hh) + std::size_t(slot) * K);
+    if (m_.recompute()) store_vec(t.v, V, rec_v(hh) + std::size_t(slot) * V);
     for (std::size_t d = 0; d < path.size(); ++d) {
       const std::size_t src = std::size_t(n + path[d]), dst = std::size_t(n) + d;
       pa_[dst] = rec_a(hh)[src];
@@ -408,7 +412,7 @@ class EmulatedBackend final : public DecodeBackend {
     }
     float* w = rec_w(hh) + std::size_t(slot) * V;
     if (m_.arch == Arch::mamba2) {
-      std::copy(t.v, t.v + V, w);
+      store_vec(t.v, V, w);
     } else {
       // u source as append(): shared -> the F checkpoint; split -> HP (u=hp) or the LP copy (u=lp, u=recompute)
       const float* S = m_.split() && m_.usource == USource::hp ? hp(hh) : out_ckpt(hh);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emulation/decode_api.h"
+#include "emulation/decode_math.h"
 #include "reference/mode_aware.h"
 
 namespace replayssm::emu::detail {
@@ -41,6 +42,8 @@ inline ref::ModeAwareSpec spec_of(const Mode& m, const Dims& d) {
                                          : ref::SplitUSource::kRecompute;
   s.V = d.V;
   s.K = d.K;
+  // BF16 records: the FP64 value rounded to FP32 (what the emulation's record sees), then the shared record rounding
+  if (m.bf16_records()) s.record_value = [](double x) { return double(record_value(float(x), true)); };
   s.L = m.L;
   s.max_drafts = m.max_drafts;
   return s;

@@ -411,6 +411,20 @@ std::vector<Mode> fine_modes_for(Arch a) {
                       {FormatId::int8_ef, Scaling::row, Rounding::rne}});
 }
 
+std::vector<Mode> records_modes_for(Arch a) {
+  using formats::FormatId;
+  using formats::Rounding;
+  using formats::Scaling;
+  std::vector<Mode> out;
+  for (Mode m : modes_of(a, {{FormatId::fp32, Scaling::none, Rounding::rne},
+                             {FormatId::fp8_e4m3, Scaling::row, Rounding::rne}}))
+    if (m.replay()) {
+      m.records = Records::bf16;
+      out.push_back(m);
+    }
+  return out;
+}
+
 std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs) {
   std::vector<Mode> out;
   for (const formats::FormatSpec& f : specs) {

@@ -162,5 +162,8 @@ std::vector<Mode> modes_of(Arch a, const std::vector<formats::FormatSpec>& specs
 // int8_ef (INT8 with an error-feedback residual), which has no stochastic rounding to swap. `replayssm validate` runs
 // them after modes_for's on the small shapes.
 std::vector<Mode> fine_modes_for(Arch a);
+// The replay modes (every policy and GDN u-source) of fp32 and fp8_e4m3/row with BF16 records (Records::bf16).
+// `replayssm validate` runs them after fine_modes_for's on the small shapes.
+std::vector<Mode> records_modes_for(Arch a);
 
 }  // namespace replayssm::emu

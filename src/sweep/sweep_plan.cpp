@@ -44,6 +44,7 @@ std::string run_id(const std::string& model, const emu::Mode& m) {
                    formats::scaling_name(m.scaling) + "." + formats::rounding_name(m.rounding) + ".L" +
                    std::to_string(m.L);
   if (m.recompute() || (m.arch == emu::Arch::gdn && m.split())) id += std::string(".u-") + emu::usource_name(m.usource);
+  if (m.bf16_records()) id += ".rec-bf16";
   return id;
 }
 
@@ -58,6 +59,7 @@ std::map<std::string, std::string> run_attrs(const RunSpec& spec, const std::str
           {"policy", emu::policy_name(md.policy)},
           {"L", std::to_string(md.L)},
           {"u_source", md.arch == emu::Arch::gdn && md.split() ? emu::usource_name(md.usource) : "n/a"},
+          {"records", emu::records_name(md.records)},
           {"seed", std::to_string(md.seed)},
           {"mode", md.name()},
           {"diverged_at", std::to_string(diverged_at)}};
@@ -74,24 +76,27 @@ std::vector<RunSpec> expand_plan(const std::vector<ModelRef>& models, const Swee
           for (int L : axes.Ls) {
             const bool gdn_split = model.arch == emu::Arch::gdn && policy == emu::Policy::replay_split;
             const std::vector<emu::USource> us = gdn_split ? axes.usources : std::vector<emu::USource>{emu::USource::hp};
-            for (auto u : us) {
-              RunSpec r;
-              r.model = model.name;
-              r.model_path = model.path;
-              r.mode.arch = model.arch;
-              r.mode.policy = policy;
-              r.mode.usource = u;
-              r.mode.format = fs.format;
-              r.mode.scaling = fs.scaling;
-              r.mode.rounding = rounding;
-              r.mode.seed = axes.seed;
-              r.mode.L = L;
-              r.mode.max_drafts = 1;  // teacher forcing decodes one token per step
-              r.id = run_id(model.name, r.mode);
-              if (!seen.insert(r.id).second) continue;
-              r.index = static_cast<int>(plan.size());
-              plan.push_back(r);
-            }
+            for (auto u : us)
+              for (auto rec : axes.records) {
+                if (rec == emu::Records::bf16 && policy == emu::Policy::conventional_shared) continue;  // no records
+                RunSpec r;
+                r.model = model.name;
+                r.model_path = model.path;
+                r.mode.arch = model.arch;
+                r.mode.policy = policy;
+                r.mode.usource = u;
+                r.mode.format = fs.format;
+                r.mode.scaling = fs.scaling;
+                r.mode.rounding = rounding;
+                r.mode.seed = axes.seed;
+                r.mode.records = rec;
+                r.mode.L = L;
+                r.mode.max_drafts = 1;  // teacher forcing decodes one token per step
+                r.id = run_id(model.name, r.mode);
+                if (!seen.insert(r.id).second) continue;
+                r.index = static_cast<int>(plan.size());
+                plan.push_back(r);
+              }
           }
         }
   return plan;

@@ -22,6 +22,7 @@ struct SweepAxes {
   std::vector<emu::Policy> policies;
   std::vector<int> Ls;
   std::vector<emu::USource> usources;  // GDN under replay_split only
+  std::vector<emu::Records> records = {emu::Records::fp32};  // bf16: the replay policies only
   std::uint64_t seed = 0;              // stochastic rounding seed
 };
 

@@ -152,6 +152,13 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
                   .fixed_records);
   CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=combined").layout ==
         Layout::combined);
+  // BF16 records: the reference kernel (the tuned kernels keep FP32 records), whatever the override
+  for (Arch a : {Arch::gdn, Arch::mamba2}) {
+    kern::Problem rec = real_problem(a, Policy::replay_split, FormatId::fp32, 256);
+    rec.records = emu::Records::bf16;
+    CHECK(kern::to_string(plan(rec)) == "reference (BF16 records)");
+    CHECK(kern::to_string(plan(rec, "layout=split")) == "reference (BF16 records)");
+  }
 }
 
 TEST_CASE("launch plan: the printed table equals the committed one", "[kernels]") {

@@ -154,6 +154,7 @@ std::vector<Mutation> mutations_of(const Mode& m) {
     Mode b = m;
     b.policy = p;
     b.usource = USource::hp;
+    if (!b.replay()) b.records = Records::fp32;  // conventional decode keeps no records
     add("policy", std::string("policy ") + policy_name(p), b);
   }
   for (int dl : {-1, +1}) {
@@ -168,6 +169,11 @@ std::vector<Mutation> mutations_of(const Mode& m) {
       b.usource = u;
       add("u-source", std::string("u=") + usource_name(u), b);
     }
+  if (m.replay()) {
+    Mode b = m;
+    b.records = m.bf16_records() ? Records::fp32 : Records::bf16;
+    add("records", std::string("records ") + records_name(b.records), b);
+  }
   if (formats::rounding_valid(m.format, Rounding::sr)) {
     Mode b = m;
     b.rounding = m.rounding == Rounding::sr ? Rounding::rne : Rounding::sr;
@@ -248,6 +254,7 @@ struct Reasons {
 std::string family_of(const Mode& m) {
   std::string f = std::string(arch_name(m.arch)) + " " + policy_name(m.policy);
   if (m.arch == Arch::gdn && m.split()) f += std::string(" u=") + usource_name(m.usource);
+  if (m.bf16_records()) f += " rec=bf16";
   return f;
 }
 
@@ -257,13 +264,15 @@ void run_mutations(Arch arch) {
   const CaseInputs in = make_inputs(s, c, 4242);
   auto emu = make_emulated_backend();
   HeadSwapBackend swapped;
-  const std::vector<std::string> cols = {"format",   "scaling",    "policy", "L+-1",  "u-source",  "rounding",
+  const std::vector<std::string> cols = {"format",   "scaling",    "policy", "L+-1",  "u-source",  "records", "rounding",
                                          "SR seed",  "SR counter", "out=0",  "out=const", "out delayed"};
   std::map<std::string, std::map<std::string, Cell>> table;
   std::map<std::string, Reasons> reasons;  // per column
   std::vector<std::string> families, misses;
   int controls = 0, control_fails = 0;
-  for (const Mode& m : modes_for(arch, false)) {
+  std::vector<Mode> modes = modes_for(arch, false);
+  for (const Mode& m : records_modes_for(arch)) modes.push_back(m);
+  for (const Mode& m : modes) {
     const std::string fam = family_of(m);
     if (std::find(families.begin(), families.end(), fam) == families.end()) families.push_back(fam);
     const ModeAwareRun right = run_mode_aware(*emu, m, c, in);
