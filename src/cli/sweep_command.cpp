@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/sweep_progress.h"
+#include "cli/sweep_tree.h"
 #include "core/errors.h"
 #include "core/memory_budget.h"
 #include "emulation/device_backend.h"
@@ -60,6 +61,10 @@ void add_options(po::options_description& d) {
      "combine with `replayssm merge`)")
     ("activations", po::value<std::string>(),
      "activation dump (.h5): run every mode on its layers instead of a model (drift only, no KL)")
+    ("tree", po::value<std::string>(),
+     "draft-tree shape: chain[:T], binary[:DEPTH], star[:T] or a branching list like 4,2,2,1 (at most 64 nodes). "
+     "Teacher-forced tree verification rounds instead of token-by-token decoding: the true bytes form one path, the "
+     "FP64 model's runner-up bytes the other branches; adds the rejected branches' KL (emulated backend)")
     ("gate", po::bool_switch(),
      "then judge --out as `replayssm gate` does (default thresholds) and print its verdict table; the exit status "
      "stays the sweep's (`replayssm gate --require` for a failing status and the verdict file)")
@@ -192,8 +197,11 @@ void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<st
     for (double x : r.top1) top += x;
     for (double x : r.state_drift) sd += x;
     const auto n = static_cast<double>(r.kl.size());
-    std::printf(" %9.2e %7.4f %9.2e", kl / n, top / n,
-                r.state_drift.empty() ? 0.0 : sd / static_cast<double>(r.state_drift.size()));
+    std::printf(" %9.2e %7.4f", kl / n, top / n);
+    if (r.state_drift.empty())  // no state compared: a tree run, or fewer positions than L
+      std::printf(" %9s", "n/a");
+    else
+      std::printf(" %9.2e", sd / static_cast<double>(r.state_drift.size()));
     const auto div = r.attrs.find("diverged_at");
     if (div != r.attrs.end() && div->second != "-1") std::printf("  diverged at position %s", div->second.c_str());
     std::printf("\n");
@@ -252,6 +260,7 @@ int run(const po::variables_map& cli) {
   axes.usources = parse_each<emu::USource>("u-source", vm["u-source"].as<std::string>(), emu::parse_usource);
   axes.records = parse_each<emu::Records>("records", vm["records"].as<std::string>(), emu::parse_records);
   axes.seed = vm["seed"].as<unsigned long long>();
+  std::optional<TreeSweep> tree = tree_option(vm);  // exit 2 naming --tree
   std::pair<int, int> shard{0, 1};
   if (vm.count("shard")) shard = sweep::parse_shard(vm["shard"].as<std::string>());
 
@@ -311,9 +320,10 @@ int run(const po::variables_map& cli) {
   require_memory("sweep", std::to_string(tokens) + " positions, " + std::to_string(models.size()) + " model(s), " +
                               std::to_string(jobs) + " job(s)",
                  static_cast<double>(tokens) * (kSweepBytesPerPositionModel * static_cast<double>(models.size()) +
-                                                kSweepBytesPerPositionJob * jobs),
+                                                kSweepBytesPerPositionJob * jobs) +
+                     tree_reference_bytes(tree, tokens) * static_cast<double>(models.size()),
                  "reduce --tokens or --jobs");
-  Backends be = make_backends(vm["backend"].as<std::string>(), jobs, quiet);
+  Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, quiet);
   if (be.name == "cuda") jobs = 1;
 
   sweep::SweepHeader header;
@@ -355,6 +365,10 @@ int run(const po::variables_map& cli) {
       s.nll[static_cast<std::size_t>(t)] = -logp_ref[i][static_cast<std::size_t>(t) * 256 + text.bytes[static_cast<std::size_t>(t) + 1]];
     header.references.push_back(std::move(s));
   }
+  if (tree) {
+    tree->prepare(model_paths, text, logp_ref, quiet);
+    tree->branches.resize(mine.size());
+  }
 
   std::vector<sweep::RunResult> results(mine.size());
   std::vector<char> done(mine.size(), 0);
@@ -372,6 +386,7 @@ int run(const po::variables_map& cli) {
           r.kl_binned.size() != (header.bins.size() - 1) * sweep::kStats ||
           r.flip_rate_binned.size() != header.bins.size() - 1 || !std::isfinite(r.bytes_per_element))
         continue;
+      if (tree) tree->branches[i] = sweep::read_tree_branches(file, "/run");
       results[i] = std::move(r);
       done[i] = 1;
       ++resumed;
@@ -406,13 +421,15 @@ int run(const po::variables_map& cli) {
         const auto& spec = mine[i];
         std::size_t m = 0;
         while (models[m]->name() != spec.model) ++m;
-        sweep::RunResult r = sweep::evaluate_run(spec, *models[m], text, logp_ref[m], *be.pool[static_cast<std::size_t>(w)],
-                                                 header.bins);
+        sweep::RunResult r = tree ? tree->evaluate(spec, m, text, header.bins, i)
+                                  : sweep::evaluate_run(spec, *models[m], text, logp_ref[m],
+                                                        *be.pool[static_cast<std::size_t>(w)], header.bins);
         r.attrs["backend"] = be.name;
         r.attrs["device"] = be.device;
         h5::AtomicOutput f(work + "/" + spec.id + ".h5");
         f.file().set_attr("/", "config_hash", header.config_hash);
         sweep::write_run(f.file(), "/run", r);
+        if (tree) sweep::write_tree_branches(f.file(), "/run", tree->branches[i]);
         f.commit();
         std::lock_guard<std::mutex> lock(mu);
         results[i] = std::move(r);
@@ -438,7 +455,10 @@ int run(const po::variables_map& cli) {
 
   h5::AtomicOutput out(out_path);
   sweep::write_header(out.file(), header);
-  for (const auto& r : results) sweep::write_run(out.file(), "/runs/" + r.id, r);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    sweep::write_run(out.file(), "/runs/" + results[i].id, results[i]);
+    if (tree) sweep::write_tree_branches(out.file(), "/runs/" + results[i].id, tree->branches[i]);
+  }
   auto opts = resolved_options(vm);
   if (be.name == "cuda") opts["plan"] = be.plan.empty() ? "none" : be.plan;
   h5::write_provenance(out.file(), command_line(), opts, be.device);
@@ -446,6 +466,7 @@ int run(const po::variables_map& cli) {
   out.commit();
   fs::remove_all(work);
   if (!quiet) print_table(results, header.bins);
+  if (!quiet && tree) print_tree_table(results, tree->branches, header.bins);
   std::cout << "sweep: " << results.size() << " run(s) -> " << out_path << "\n";
   if (vm["gate"].as<bool>()) {
     // Judged from the file just written, so the verdicts are those `replayssm gate` gives on it.
@@ -458,7 +479,8 @@ int run(const po::variables_map& cli) {
 const Registrar reg{{"sweep", "PG-19 teacher-forcing precision sweep: per-length KL and drift (the main job)",
                      add_options, run,
                      "replayssm sweep --formats bf16,fp8_e4m3:row,nvfp4 --tokens 131072 --out results.h5\n"
-                     "  replayssm sweep --activations acts.h5 --out drift.h5   (every mode on a captured dump)"}};
+                     "  replayssm sweep --activations acts.h5 --out drift.h5   (every mode on a captured dump)\n"
+                     "  replayssm sweep --tree 4,2,2,1 --tokens 2048 --out tree.h5   (tree verification rounds)"}};
 
 }  // namespace
 }  // namespace replayssm::cli

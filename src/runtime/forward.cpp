@@ -15,6 +15,7 @@
 
 #include "reference/preprocess.h"
 #include "runtime/gemm.h"
+#include "runtime/rowwise.h"
 
 namespace replayssm::runtime {
 namespace {
@@ -277,4 +278,16 @@ ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>&
   return res;
 }
 
+namespace rowwise {
+
+Mat project(const Mat& X, const Mat& W, int threads) { return matmul_nt(X, W, threads); }
+Mat rms_norm(const Mat& X, const Vec& w, double eps, int threads) { return rmsnorm(X, w, eps, threads); }
+void rms_norm_groups(Mat& X, Eigen::Index width, const Vec& w, double eps, int threads) {
+  runtime::rmsnorm_groups(X, width, w, eps, threads);
+}
+double silu(double x) { return runtime::silu(x); }
+void silu_times(Mat& a, const Mat& b, int threads) { silu_mul(a, b, threads); }
+void times_silu(Mat& a, const Mat& b, int threads) { mul_silu(a, b, threads); }
+
+}  // namespace rowwise
 }  // namespace replayssm::runtime

@@ -172,6 +172,21 @@ def sweep_tokens_zero(tmp):
 
 
 @case
+def sweep_tree_unknown(tmp):
+    return Expect(sweep_args(GDN, out_in(tmp), tree="bush"), ["--tree", "bush"], out=out_in(tmp))
+
+
+@case
+def sweep_tree_too_many_nodes(tmp):
+    return Expect(sweep_args(GDN, out_in(tmp), tree="binary:6"), ["--tree", "126 nodes", "64"], out=out_in(tmp))
+
+
+@case
+def sweep_tree_with_shard(tmp):
+    return Expect(sweep_args(GDN, out_in(tmp), tree="2,2", shard="0/2"), ["--tree", "--shard"], out=out_in(tmp))
+
+
+@case
 def sweep_tokens_beyond_text(tmp):
     t = text_file(tmp, b"abcdefgh", "short.txt")
     return Expect(sweep_args(GDN, out_in(tmp), text=t, tokens="8"), [t, "beyond the end"], out=out_in(tmp))
