@@ -216,10 +216,6 @@ bool kernel_split_rule(int state_bits, int drafts, bool recompute, bool fp32_ste
   return state_bits < 32 || fp32_step_kernel;
 }
 
-bool fp32_step_split_rule(long long heads, long long flush_hint, bool gdn) {
-  return flush_hint == 0 || heads >= (gdn ? kFp32StepSplitHeads : kFp32StepSplitHeadsMamba2);
-}
-
 int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms) {
   const long long slices = flushing_seqs * H * nsplit, slots = static_cast<long long>(kFlushCtasPerSm) * sms;
   if (nsplit <= 1 || slots <= 0 || slices <= slots) return 1;
@@ -289,8 +285,7 @@ LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& 
   if (o.layout == PlanOverride::Layout::combined) split = false;
   else if (o.layout != PlanOverride::Layout::automatic) split = true;
   else {
-    const bool fp32_step_kernel = bits == 32 && head_step_applies(p, 1) &&
-                                  fp32_step_split_rule(static_cast<long long>(p.B) * p.H, p.flushing, p.gdn());
+    const bool fp32_step_kernel = bits == 32 && head_step_applies(p, 1);
     split = kernel_split_rule(bits, p.drafts(), p.recompute(), fp32_step_kernel);
   }
   if (!p.head_fits || !split) {

@@ -136,14 +136,11 @@ inline constexpr int kMinGroupCtasPerSm = 8;
 inline constexpr int kMinPairCtasPerSmX2 = 3;
 inline constexpr int kMinGroupDrafts = 1;
 int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms);
-// The split kernels (flushes apart, the non-flush op with its own register allocation) win for verify and for
-// low-precision checkpoints; the combined kernel for the FP32 step (its 1 / L flushes hide behind the other CTAs,
-// except where fp32_step_split_rule says the split step kernel pays) and for the u=recompute step.
+// The split kernels (flushes apart, the non-flush op with its own register allocation) win for verify, for
+// low-precision checkpoints and for the FP32 step where head_step_kernel runs it (fp32_step_kernel; the combined
+// kernel measured 10-25% slower at B = 1, 16 and 64, and the split one is the fused grid from B = 256); the
+// combined kernel keeps the u=recompute step.
 bool kernel_split_rule(int state_bits, int drafts, bool recompute, bool fp32_step_kernel = false);
-// The FP32 step runs head_step_kernel in the split layout where no sequence flushes or the heads fill many waves.
-inline constexpr long long kFp32StepSplitHeads = 8192;          // GDN
-inline constexpr long long kFp32StepSplitHeadsMamba2 = 16384;
-bool fp32_step_split_rule(long long heads, long long flush_hint, bool gdn = true);
 // 32-row slices per CTA of the split layout's step flush: the fewest whose grid fits kFlushCtasPerSm CTAs per SM,
 // where the slices outnumber them; else one (a wide grid at small batch).
 inline constexpr int kFlushCtasPerSm = 4;

@@ -87,8 +87,15 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
   // conventional decode: one kernel, every batch
   for (const int B : {1, 256})
     CHECK(plan(real_problem(Arch::gdn, Policy::conventional_shared, FormatId::fp32, B)).layout == Layout::conventional);
-  // FP32 ReplaySSM step: combined below 8192 heads (GDN) / 16384 (Mamba-2), the fused grid from there
-  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::combined);
+  // FP32 ReplaySSM step: head_step_kernel in the split layout at every batch size, the fused grid where the flush
+  // items are whole heads; the combined grid only for the u=recompute step
+  for (const int B : {1, 16, 64}) {
+    const kern::LaunchPlan g = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, B));
+    CHECK(g.layout == Layout::split);
+    CHECK(g.hot == Hot::head_step);
+  }
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp32, 16, 0, emu::USource::recompute)).layout ==
+        Layout::combined);
   const kern::LaunchPlan g256 = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256));
   CHECK(g256.layout == Layout::fused);
   CHECK(g256.hot == Hot::head_step);
@@ -96,7 +103,8 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
   CHECK(g256.fixed_records);
   CHECK(g256.flush_slices == 4);  // whole heads
   CHECK(g256.fused_rows == 16);
-  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::combined);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 16)).layout == Layout::split);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::fused);
   CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 128)).layout == Layout::fused);
   // layout=split keeps the two kernels where the fused grid would run
   const kern::LaunchPlan two = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=split");

@@ -21,7 +21,6 @@ using replayssm::kern::kStepFixedRecords;
 using replayssm::kern::step_fixed_applies;
 using replayssm::kern::group_heads_rule;
 using replayssm::kern::kFlushCtasPerSm;
-using replayssm::kern::fp32_step_split_rule;
 using replayssm::kern::kernel_split_rule;
 using replayssm::kern::kMinGroupCtasPerSm;
 using replayssm::kern::kMinGroupDrafts;
@@ -132,26 +131,12 @@ TEST_CASE("step records: head_step_kernel's fixed-records form exactly where a s
 }
 
 TEST_CASE("kernel layout: the split kernels where they measured faster", "[kernels]") {
-  // Split for verify (the group path lives there, u=recompute included; drafts = T) and for low-precision checkpoints;
-  // combined for the FP32 step (drafts = 0) and the u=recompute step, except the FP32 step at the real dims where the
-  // heads fill many waves, which head_step_kernel runs faster in the split layout.
+  // Split for verify (the group path lives there, u=recompute included; drafts = T), for low-precision checkpoints
+  // and for the FP32 step that head_step_kernel runs (the real dims); combined for the u=recompute step and any other
+  // FP32 step.
   CHECK_FALSE(kernel_split_rule(32, 0, false));
   CHECK(kernel_split_rule(32, 0, false, true));  // the FP32 step where head_step_kernel runs it
   CHECK_FALSE(kernel_split_rule(32, 0, true, true));
-  // ... where no sequence flushes, or at B H >= 8192 heads (B = 256 for H = 32), not at B = 16 or 64 with flushes
-  CHECK(fp32_step_split_rule(32, 0));
-  CHECK(fp32_step_split_rule(256LL * 32, 16));
-  CHECK(fp32_step_split_rule(512LL * 32, -1));
-  CHECK_FALSE(fp32_step_split_rule(16LL * 32, 1));
-  CHECK_FALSE(fp32_step_split_rule(64LL * 32, 4));
-  CHECK_FALSE(fp32_step_split_rule(64LL * 32, -1));
-  // Mamba-2 (H = 128): where nothing flushes, or from B = 128; not at B = 16 or 64 with flushes
-  CHECK(fp32_step_split_rule(128, 0, false));
-  CHECK(fp32_step_split_rule(128LL * 128, 8, false));
-  CHECK(fp32_step_split_rule(512LL * 128, -1, false));
-  CHECK_FALSE(fp32_step_split_rule(16LL * 128, 1, false));
-  CHECK_FALSE(fp32_step_split_rule(64LL * 128, 4, false));
-  CHECK_FALSE(fp32_step_split_rule(64LL * 128, -1, false));
   for (const int T : {1, 2, 4, 8}) CHECK(kernel_split_rule(32, T, false));
   for (const int bits : {4, 8, 16}) {
     CHECK(kernel_split_rule(bits, 0, false));
