@@ -14,6 +14,7 @@ FIGURE is one of the keys of FIGURES below:
     flush-interval      results.h5 of `replayssm sweep --config experiments/flush_interval.ini` (study 5)
     gdn-usource         results.h5 of `replayssm sweep --config experiments/gdn_usource.ini` (study 6)
     state-schemes       results.h5 of `replayssm sweep --config experiments/state_schemes.ini` (study 7)
+    tree-verify         results.h5 of `replayssm sweep --config experiments/tree_verify.ini` (study 8)
     speedup-vs-batch    bench.h5 of `replayssm bench` (study 3)
     verify-latency-vs-T bench.h5 of `replayssm bench` (study 4)
 
@@ -39,12 +40,19 @@ def plot_state_schemes(results, out_png):
     return state_schemes_plots.plot_state_schemes(results, out_png)
 
 
+def plot_tree_verify(results, out_png):
+    """Study 8 (notebooks/tree_verify_plots.py)."""
+    import tree_verify_plots
+    return tree_verify_plots.plot_tree_verify(results, out_png)
+
+
 FIGURES = {
     "kl-vs-length": (plot_kl_vs_length, "results.h5 of replayssm sweep"),
     "drift-vs-length": (plot_drift_vs_length, "results.h5 of replayssm sweep"),
     "flush-interval": (plot_flush_interval, "results of replayssm sweep --config experiments/flush_interval.ini"),
     "gdn-usource": (plot_gdn_usource, "results of replayssm sweep --config experiments/gdn_usource.ini"),
     "state-schemes": (plot_state_schemes, "results of replayssm sweep --config experiments/state_schemes.ini"),
+    "tree-verify": (plot_tree_verify, "results of replayssm sweep --config experiments/tree_verify.ini"),
     "speedup-vs-batch": (plot_speedup_vs_batch, "bench.h5 of replayssm bench"),
     "verify-latency-vs-T": (plot_verify_latency_vs_T, "bench.h5 of replayssm bench"),
 }

@@ -29,7 +29,7 @@ export REPLAYSSM_FIGURES="$WORK/figures"
 export PATH="/usr/bin:$PATH"          # the kernel is Debian's python3, not a pyenv one
 export PYDEVD_DISABLE_FILE_VALIDATION=1 MPLBACKEND=Agg MPLCONFIGDIR="$WORK/mpl" IPYTHONDIR="$WORK/ipython"
 # Use the committed samples whatever the caller's environment says.
-unset REPLAYSSM_RESULTS REPLAYSSM_FLUSH_RESULTS REPLAYSSM_GDN_RESULTS REPLAYSSM_SCHEMES_RESULTS REPLAYSSM_BENCH
+unset REPLAYSSM_RESULTS REPLAYSSM_FLUSH_RESULTS REPLAYSSM_GDN_RESULTS REPLAYSSM_SCHEMES_RESULTS REPLAYSSM_TREE_RESULTS REPLAYSSM_BENCH
 mkdir -p "$REPLAYSSM_FIGURES"
 
 pass=0; fail=0
@@ -63,6 +63,7 @@ declare -A EXPECT=(
   [flush_interval]="flush_interval.png"
   [gdn_usource]="gdn_usource.png"
   [state_schemes]="state_schemes.png state_schemes_capture.png"
+  [tree_verify]="tree_verify.png"
   [bench]="speedup_vs_batch.png verify_latency_vs_T.png"
 )
 for nb in "$NB"/*.ipynb; do
