@@ -34,11 +34,12 @@ std::string data_dir() {
 }
 
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
-// Peak memory of a model sweep (streaming: a chunk of positions at a time), calibrated on measured default sweeps
-// and rounded up: a fixed base (code, models, HDF5), per job the activations of one chunk and the per-position
-// results of one run, and per position the bookkeeping every run keeps (reference NLL per model, the runs' files).
-constexpr double kSweepBaseBytes = 256.0 * 1024 * 1024, kSweepBytesPerChunkPosition = 65536.0,
-                 kSweepBytesPerPositionJob = 128.0, kSweepBytesPerPositionModel = 16.0;
+// Peak memory of a model sweep (streaming: a chunk of positions at a time), calibrated on measured sweeps (8192
+// positions, 2 jobs: 192 MiB peak with 1024-position chunks, 623 MiB with 8192) and rounded up: a fixed base (code,
+// models, HDF5), per job one chunk's activations and one run's per-position results (KL, NLL, top-1, drift per
+// layer), and per model the reference NLL every run's header keeps.
+constexpr double kSweepBaseBytes = 160.0 * 1024 * 1024, kSweepBytesPerChunkPosition = 48.0 * 1024,
+                 kSweepBytesPerPositionJob = 256.0, kSweepBytesPerPositionModel = 16.0;
 
 void add_options(po::options_description& d) {
   d.add_options()
@@ -265,6 +266,11 @@ int run(const po::variables_map& cli) {
     inputs.push_back(text_path);
     h5::refuse_output_over_input(out_path, inputs);
   }
+  if (vm.count("reference-cache")) {
+    std::error_code ec;
+    if (!fs::is_directory(vm["reference-cache"].as<std::string>(), ec))
+      throw UserError(vm["reference-cache"].as<std::string>() + ": --reference-cache is not a directory");
+  }
   const sweep::TextSlice text = sweep::load_text(text_path, offset, tokens);
   const h5::OutputLock out_lock(out_path);  // one sweep per --out; removes what a killed one left behind
 
@@ -330,24 +336,23 @@ int run(const po::variables_map& cli) {
 
   // FP64 reference once per model, into a file every run reads a chunk at a time.
   const std::string cache_dir = vm.count("reference-cache") ? vm["reference-cache"].as<std::string>() : work;
-  {
-    std::error_code ec;
-    if (!fs::is_directory(cache_dir, ec))
-      throw UserError(cache_dir + ": --reference-cache is not a directory");
-  }
   const int ref_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> ref_files;
-  for (const auto& m : models) {
-    const sweep::ReferenceFile rf = sweep::ensure_reference(*m, text, cache_dir, chunk_used, ref_threads,
-                                                            {command_line(), resolved_options(vm)});
-    if (!quiet) {
-      if (rf.reused)
-        std::cerr << "sweep: reference: reused " << rf.path << "\n";
-      else
-        std::cerr << "sweep: reference: computed " << m->name() << " in " << rf.seconds << " s, wrote " << rf.path << "\n";
+  try {
+    for (const auto& m : models) {
+      const sweep::ReferenceFile rf = sweep::ensure_reference(*m, text, cache_dir, chunk_used, ref_threads,
+                                                              {command_line(), resolved_options(vm)});
+      if (!quiet)
+        std::cerr << "sweep: reference: "
+                  << (rf.reused ? "reused " : "computed " + m->name() + " in " + std::to_string(rf.seconds) + " s, wrote ")
+                  << rf.path << "\n";
+      ref_files.push_back(rf.path);
+      header.references.push_back(rf.summary);
     }
-    ref_files.push_back(rf.path);
-    header.references.push_back(rf.summary);
+  } catch (const UserError&) {
+    std::error_code ec;
+    if (!vm["resume"].as<bool>()) fs::remove_all(work, ec);  // nothing of this sweep's is there yet
+    throw;
   }
 
   // Each finished run's file stays in the work folder; memory keeps its table row only.

@@ -1,9 +1,9 @@
 #pragma once
-// The FP64 reference of one (model, text slice) as a file (datasets/README.md, "Reference cache"): the per-position
-// log-probs every run of the model compares against, and the NLL summary the results header carries. Computed once,
-// a chunk of positions at a time straight into the file, then read by every run a chunk at a time; keyed by the
-// model file's bytes, the slice's bytes and the tool version, so a cache directory serves any later sweep (shards
-// included) of the same inputs.
+// The FP64 reference of one (model, text slice) as a file (datasets/README.md, "FP64 reference cache"): the
+// per-position log-probs every run of the model compares against, and the NLL summary the results header carries.
+// Computed once, a chunk of positions at a time straight into the file, then read by every run a chunk at a time;
+// keyed by the model file's bytes, the slice's bytes and the tool version, so a cache directory serves any later
+// sweep (shards included) of the same inputs.
 #include <cstdint>
 #include <functional>
 #include <map>

@@ -60,10 +60,15 @@ TEST_CASE("forward stream: any chunking gives the whole sequence's log-probs bit
         INFO(arch << " chunk " << chunk << " threads " << threads);
         std::vector<std::vector<double>> layers;
         const runtime::Mat got = chunked(m, text, chunk, threads, &layers);
-        // operator== on doubles: every element exactly equal (no tolerance).
-        CHECK(got == whole.logprobs);
+        // operator== on doubles: every element exactly equal (no tolerance); bools, so that a failure does not
+        // print whole arrays.
+        const bool same_logprobs = got == whole.logprobs;
+        CHECK(same_logprobs);
         REQUIRE(layers.size() == whole_layers.size());
-        for (std::size_t l = 0; l < layers.size(); ++l) CHECK(layers[l] == whole_layers[l]);
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+          const bool same_layer = layers[l] == whole_layers[l];
+          CHECK(same_layer);
+        }
       }
     }
   }
@@ -79,6 +84,7 @@ TEST_CASE("forward stream: a chunk after a different history gives different log
     runtime::ForwardStream fresh(m, a), continued(m, b);
     continued.next(text.data(), 32);
     const runtime::Mat x = fresh.next(text.data() + 32, 32), y = continued.next(text.data() + 32, 32);
-    CHECK(x != y);
+    const bool differs = x != y;
+    CHECK(differs);
   }
 }
