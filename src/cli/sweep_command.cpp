@@ -62,7 +62,7 @@ void add_options(po::options_description& d) {
      "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
     ("reference-cache", po::value<std::string>(),
      "directory of FP64 reference files keyed by model, text slice and tool version: reused when present, else "
-     "computed and written there (default: a temporary file in <out>.runs/, removed at the end)")
+     "computed and written there (default: a temporary file in <out>.runs/reference/, removed at the end)")
     ("out", po::value<std::string>()->default_value("results.h5"), "results file (written atomically)")
     ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
     ("resume", po::bool_switch(), "continue a killed sweep: keep the finished runs in <out>.runs/")
@@ -335,7 +335,14 @@ int run(const po::variables_map& cli) {
               << "-position chunks, peak memory about " << format_bytes(peak) << "\n";
 
   // FP64 reference once per model, into a file every run reads a chunk at a time.
-  const std::string cache_dir = vm.count("reference-cache") ? vm["reference-cache"].as<std::string>() : work;
+  // Without --reference-cache: a folder of the work folder (whose top level holds only run files), removed with it.
+  const std::string cache_dir =
+      vm.count("reference-cache") ? vm["reference-cache"].as<std::string>() : work + "/reference";
+  {
+    std::error_code ec;
+    fs::create_directories(cache_dir, ec);
+    if (ec) throw UserError(cache_dir + ": cannot create the sweep's reference folder (" + ec.message() + ")");
+  }
   const int ref_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> ref_files;
   try {
