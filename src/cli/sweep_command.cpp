@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/sweep_progress.h"
 #include "cli/sweep_tree.h"
+#include "cli/sweep_table.h"
 #include "core/errors.h"
 #include "core/memory_budget.h"
 #include "emulation/device_backend.h"
@@ -21,6 +22,7 @@
 #include "sweep/activation_sweep.h"
 #include "sweep/gate.h"
 #include "sweep/metrics.h"
+#include "sweep/reference_cache.h"
 #include "sweep/sweep_runner.h"
 
 namespace replayssm::cli {
@@ -33,7 +35,12 @@ std::string data_dir() {
 }
 
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
-constexpr double kSweepBytesPerPositionModel = 16384.0, kSweepBytesPerPositionJob = 49152.0;
+// Peak memory of a model sweep (streaming: a chunk of positions at a time), calibrated on measured sweeps (8192
+// positions, 2 jobs: 192 MiB peak with 1024-position chunks, 623 MiB with 8192) and rounded up: a fixed base (code,
+// models, HDF5), per job one chunk's activations and one run's per-position results (KL, NLL, top-1, drift per
+// layer), and per model the reference NLL every run's header keeps.
+constexpr double kSweepBaseBytes = 160.0 * 1024 * 1024, kSweepBytesPerChunkPosition = 48.0 * 1024,
+                 kSweepBytesPerPositionJob = 256.0, kSweepBytesPerPositionModel = 16.0;
 
 void add_options(po::options_description& d) {
   d.add_options()
@@ -54,6 +61,11 @@ void add_options(po::options_description& d) {
     ("seed", po::value<unsigned long long>()->default_value(0), "stochastic-rounding seed")
     ("backend", po::value<std::string>()->default_value("auto"), "auto (CUDA if a GPU is present), cuda, emulated")
     ("jobs", po::value<int>()->default_value(0), "runs evaluated in parallel (emulated backend; 0 = all cores)")
+    ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
+     "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
+    ("reference-cache", po::value<std::string>(),
+     "directory of FP64 reference files keyed by model, text slice and tool version: reused when present, else "
+     "computed and written there (default: a temporary file in <out>.runs/reference/, removed at the end)")
     ("out", po::value<std::string>()->default_value("results.h5"), "results file (written atomically)")
     ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
     ("resume", po::bool_switch(), "continue a killed sweep: keep the finished runs in <out>.runs/")
@@ -108,11 +120,19 @@ std::vector<T> parse_each(const std::string& option, const std::string& csv, F&&
 struct Backends {
   std::string name, device;
   std::string plan;  // the kernels' launch-plan override (REPLAYSSM_PLAN), "" for none
-  std::vector<std::unique_ptr<emu::DecodeBackend>> pool;  // one per worker
+  std::vector<std::unique_ptr<emu::DecodeBackend>> pool;  // per_worker per worker, worker w's from w * per_worker
+  int per_worker = 1;
+  std::vector<emu::DecodeBackend*> of_worker(int w) const {
+    std::vector<emu::DecodeBackend*> out;
+    for (int i = 0; i < per_worker; ++i) out.push_back(pool[static_cast<std::size_t>(w * per_worker + i)].get());
+    return out;
+  }
 };
 
-Backends make_backends(const std::string& which, int jobs, bool quiet) {
+// per_worker: backends each worker needs (a model sweep: one per SSM layer, each holding its layer's state).
+Backends make_backends(const std::string& which, int jobs, int per_worker, bool quiet) {
   Backends b;
+  b.per_worker = per_worker;
   std::string why = "no CUDA device: this build has no CUDA kernels";
   if (which == "cuda" || which == "auto") {
     try {
@@ -124,6 +144,10 @@ Backends make_backends(const std::string& which, int jobs, bool quiet) {
       b.name = "cuda";
       b.device = be->device();
       b.pool.push_back(std::move(be));
+      while (static_cast<int>(b.pool.size()) < per_worker) {
+        b.pool.push_back(emu::make_cuda_backend(emu::DeviceBackendOptions{}, &why));
+        if (!b.pool.back()) throw UserError(why, kExitNoDevice);
+      }
       return b;
     }
     if (which == "cuda") throw UserError(why, kExitNoDevice);
@@ -132,7 +156,7 @@ Backends make_backends(const std::string& which, int jobs, bool quiet) {
     throw UserError("--backend: unknown backend '" + which + "' (expected auto, cuda or emulated)");
   }
   b.name = "emulated";
-  for (int i = 0; i < jobs; ++i) b.pool.push_back(emu::make_emulated_backend());
+  for (int i = 0; i < jobs * per_worker; ++i) b.pool.push_back(emu::make_emulated_backend());
   b.device = b.pool.front()->device();
   return b;
 }
@@ -176,51 +200,6 @@ po::variables_map with_config_file(const po::variables_map& cli) {
   return merged;
 }
 
-std::vector<std::size_t> table_bins(const std::vector<std::int64_t>& edges) {
-  // Every other bin from position 16 on, and the last: compact enough for a terminal.
-  std::vector<std::size_t> cols;
-  for (std::size_t b = 0; b + 1 < edges.size(); ++b)
-    if (edges[b] >= 16 && (b % 2 == 0 || b + 2 == edges.size())) cols.push_back(b);
-  return cols;
-}
-
-void print_table(const std::vector<sweep::RunResult>& runs, const std::vector<std::int64_t>& edges) {
-  const auto cols = table_bins(edges);
-  std::printf("\nmean KL(ref || mode) in nats by position bin\n%-52s", "run");
-  for (auto b : cols) std::printf(" %9s", ("<" + std::to_string(edges[b + 1])).c_str());
-  std::printf(" %9s %7s %9s\n", "all", "top1", "S drift");
-  for (const auto& r : runs) {
-    std::printf("%-52s", r.id.c_str());
-    for (auto b : cols) std::printf(" %9.2e", r.kl_binned[b * sweep::kStats]);
-    double kl = 0, top = 0, sd = 0;
-    for (double x : r.kl) kl += x;
-    for (double x : r.top1) top += x;
-    for (double x : r.state_drift) sd += x;
-    const auto n = static_cast<double>(r.kl.size());
-    std::printf(" %9.2e %7.4f", kl / n, top / n);
-    if (r.state_drift.empty())  // no state compared: a tree run, or fewer positions than L
-      std::printf(" %9s", "n/a");
-    else
-      std::printf(" %9.2e", sd / static_cast<double>(r.state_drift.size()));
-    const auto div = r.attrs.find("diverged_at");
-    if (div != r.attrs.end() && div->second != "-1") std::printf("  diverged at position %s", div->second.c_str());
-    std::printf("\n");
-  }
-  // Token flips and what the format costs: a mode that keeps KL small can still change the greedy byte.
-  std::printf("\ntoken-flip rate (1 - top-1 agreement) by position bin; bytes per state element (scales included)"
-              " and states per FP32 state's memory\n%-52s %7s %6s", "run", "B/elem", "xFP32");
-  for (auto b : cols) std::printf(" %8s", ("<" + std::to_string(edges[b + 1])).c_str());
-  std::printf(" %10s\n", "first flip");
-  for (const auto& r : runs) {
-    std::printf("%-52s %7.3f %6.2f", r.id.c_str(), r.bytes_per_element, r.capacity_vs_fp32);
-    for (auto b : cols) std::printf(" %8.4f", r.flip_rate_binned[b]);
-    if (r.first_flip < 0)
-      std::printf(" %10s\n", "none");
-    else
-      std::printf(" %10lld\n", static_cast<long long>(r.first_flip));
-  }
-}
-
 int run(const po::variables_map& cli) {
   const po::variables_map vm = with_config_file(cli);
   runtime::keep_freed_memory();  // every run reallocates the same [T, d] activations: keep them in the heap
@@ -231,6 +210,8 @@ int run(const po::variables_map& cli) {
   const long long offset = vm["offset"].as<long long>();
   if (offset < 0) throw UserError("--offset must be >= 0");
   if (vm["jobs"].as<int>() < 0) throw UserError("--jobs must be >= 0 (0: all cores)");
+  const int chunk = vm["chunk"].as<int>();
+  if (chunk < 1) throw UserError("--chunk must be >= 1");
   h5::refuse_output_over_input(out_path, {});  // before any work: an empty, directory or unwritable --out
 
   sweep::SweepAxes axes;
@@ -273,11 +254,12 @@ int run(const po::variables_map& cli) {
                                   resolved_options(vm), command_line(), "", ""};
     if (vm["gate"].as<bool>())
       throw UserError("--gate: an activation-dump sweep has no KL or top-1 to judge (no model head)");
-    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset", "gate"})
+    for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset", "gate",
+                          "chunk", "reference-cache"})
       job.config.erase(k);
     int jobs = vm["jobs"].as<int>();
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    Backends be = make_backends(vm["backend"].as<std::string>(), jobs, quiet);
+    Backends be = make_backends(vm["backend"].as<std::string>(), jobs, 1, quiet);
     const h5::OutputLock out_lock(out_path);
     job.backend_name = be.name;
     job.device = be.device;
@@ -292,6 +274,11 @@ int run(const po::variables_map& cli) {
     std::vector<std::string> inputs = model_paths;
     inputs.push_back(text_path);
     h5::refuse_output_over_input(out_path, inputs);
+  }
+  if (vm.count("reference-cache")) {
+    std::error_code ec;
+    if (!fs::is_directory(vm["reference-cache"].as<std::string>(), ec))
+      throw UserError(vm["reference-cache"].as<std::string>() + ": --reference-cache is not a directory");
   }
   const sweep::TextSlice text = sweep::load_text(text_path, offset, tokens);
   const h5::OutputLock out_lock(out_path);  // one sweep per --out; removes what a killed one left behind
@@ -315,20 +302,22 @@ int run(const po::variables_map& cli) {
   int jobs = vm["jobs"].as<int>();
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = std::min<int>(jobs, static_cast<int>(std::max<std::size_t>(1, mine.size())));
-  // Peak memory grows with the positions: each model's FP64 reference and every job's run. Calibrated on the
-  // measured default run (3.7 GB peak for 32768 positions, 2 models, 2 jobs), rounded up.
+  // Teacher forcing streams a chunk at a time: only per-position bookkeeping grows with the positions.
+  const int chunk_used = std::min(chunk, tokens);
+  const double peak = kSweepBaseBytes +
+                      jobs * (kSweepBytesPerChunkPosition * chunk_used + kSweepBytesPerPositionJob * tokens) +
+                      kSweepBytesPerPositionModel * static_cast<double>(models.size()) * tokens;
   require_memory("sweep", std::to_string(tokens) + " positions, " + std::to_string(models.size()) + " model(s), " +
-                              std::to_string(jobs) + " job(s)",
-                 static_cast<double>(tokens) * (kSweepBytesPerPositionModel * static_cast<double>(models.size()) +
-                                                kSweepBytesPerPositionJob * jobs) +
-                     tree_reference_bytes(tree, tokens) * static_cast<double>(models.size()),
-                 "reduce --tokens or --jobs");
-  Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, quiet);
+                              std::to_string(jobs) + " job(s) of " + std::to_string(chunk_used) + "-position chunks",
+                 peak + tree_reference_bytes(tree, tokens) * static_cast<double>(models.size()), "reduce --chunk or --jobs");
+  int max_layers = 1;
+  for (const auto& m : models) max_layers = std::max(max_layers, m->layers());
+  Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, max_layers, quiet);
   if (be.name == "cuda") jobs = 1;
 
   sweep::SweepHeader header;
   header.config = resolved_options(vm);
-  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config", "gate"})
+  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config", "gate", "chunk", "reference-cache"})
     header.config.erase(volatile_key);
   header.config["backend"] = be.name;
   header.config["model"] = [&] {
@@ -351,26 +340,46 @@ int run(const po::variables_map& cli) {
   if (!quiet)
     std::cerr << "sweep: " << mine.size() << " run(s)" << (shard.second > 1 ? " in shard " + vm["shard"].as<std::string>() : "")
               << ", " << refs.size() << " model(s), " << tokens << " positions of " << text.id << ", backend "
-              << be.name << " (" << be.device << "), " << jobs << " job(s)\n";
+              << be.name << " (" << be.device << "), " << jobs << " job(s), " << chunk_used
+              << "-position chunks, peak memory about " << format_bytes(peak) << "\n";
 
-  // FP64 reference once per model.
-  std::vector<std::vector<double>> logp_ref(models.size());
-  for (std::size_t i = 0; i < models.size(); ++i) {
-    if (!quiet) std::cerr << "sweep: FP64 reference of " << models[i]->name() << "\n";
-    logp_ref[i] = models[i]->reference_logp(text);
-    sweep::ReferenceSummary s;
-    s.model = models[i]->name();
-    s.nll.resize(static_cast<std::size_t>(tokens));
-    for (int t = 0; t < tokens; ++t)
-      s.nll[static_cast<std::size_t>(t)] = -logp_ref[i][static_cast<std::size_t>(t) * 256 + text.bytes[static_cast<std::size_t>(t) + 1]];
-    header.references.push_back(std::move(s));
+  // FP64 reference once per model, into a file every run reads a chunk at a time.
+  // Without --reference-cache: a folder of the work folder (whose top level holds only run files), removed with it.
+  const std::string cache_dir =
+      vm.count("reference-cache") ? vm["reference-cache"].as<std::string>() : work + "/reference";
+  {
+    std::error_code ec;
+    fs::create_directories(cache_dir, ec);
+    if (ec) throw UserError(cache_dir + ": cannot create the sweep's reference folder (" + ec.message() + ")");
   }
-  if (tree) {
+  const int ref_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> ref_files;
+  try {
+    for (const auto& m : models) {
+      const sweep::ReferenceFile rf = sweep::ensure_reference(*m, text, cache_dir, chunk_used, ref_threads,
+                                                              {command_line(), resolved_options(vm)});
+      if (!quiet)
+        std::cerr << "sweep: reference: "
+                  << (rf.reused ? "reused " : "computed " + m->name() + " in " + std::to_string(rf.seconds) + " s, wrote ")
+                  << rf.path << "\n";
+      ref_files.push_back(rf.path);
+      header.references.push_back(rf.summary);
+    }
+  } catch (const UserError&) {
+    std::error_code ec;
+    if (!vm["resume"].as<bool>()) fs::remove_all(work, ec);  // nothing of this sweep's is there yet
+    throw;
+  }
+  if (tree) {  // the tree rounds rank their runner-up bytes by the chain reference: the whole [T][256] per model
+    std::vector<std::vector<double>> logp_ref;
+    for (const auto& path : ref_files)
+      logp_ref.push_back(sweep::reference_rows(path)(0, static_cast<std::size_t>(tokens)));
     tree->prepare(model_paths, text, logp_ref, quiet);
     tree->branches.resize(mine.size());
   }
 
-  std::vector<sweep::RunResult> results(mine.size());
+  // Each finished run's file stays in the work folder; memory keeps its table row only.
+  std::vector<RunSummary> results(mine.size());
   std::vector<char> done(mine.size(), 0);
   std::size_t resumed = 0;
   for (std::size_t i = 0; i < mine.size(); ++i) {
@@ -387,7 +396,7 @@ int run(const po::variables_map& cli) {
           r.flip_rate_binned.size() != header.bins.size() - 1 || !std::isfinite(r.bytes_per_element))
         continue;
       if (tree) tree->branches[i] = sweep::read_tree_branches(file, "/run");
-      results[i] = std::move(r);
+      results[i] = summarize(r);
       done[i] = 1;
       ++resumed;
     } catch (const UserError&) {
@@ -422,8 +431,8 @@ int run(const po::variables_map& cli) {
         std::size_t m = 0;
         while (models[m]->name() != spec.model) ++m;
         sweep::RunResult r = tree ? tree->evaluate(spec, m, text, header.bins, i)
-                                  : sweep::evaluate_run(spec, *models[m], text, logp_ref[m],
-                                                        *be.pool[static_cast<std::size_t>(w)], header.bins);
+                                  : sweep::evaluate_run(spec, *models[m], text, sweep::reference_rows(ref_files[m]),
+                                                        be.of_worker(w), header.bins, chunk_used);
         r.attrs["backend"] = be.name;
         r.attrs["device"] = be.device;
         h5::AtomicOutput f(work + "/" + spec.id + ".h5");
@@ -431,8 +440,10 @@ int run(const po::variables_map& cli) {
         sweep::write_run(f.file(), "/run", r);
         if (tree) sweep::write_tree_branches(f.file(), "/run", tree->branches[i]);
         f.commit();
+        RunSummary row = summarize(r);
+        r = sweep::RunResult{};  // the per-position arrays are in the run's file
         std::lock_guard<std::mutex> lock(mu);
-        results[i] = std::move(r);
+        results[i] = std::move(row);
         progress.finished(spec.id);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
@@ -455,9 +466,10 @@ int run(const po::variables_map& cli) {
 
   h5::AtomicOutput out(out_path);
   sweep::write_header(out.file(), header);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    sweep::write_run(out.file(), "/runs/" + results[i].id, results[i]);
-    if (tree) sweep::write_tree_branches(out.file(), "/runs/" + results[i].id, tree->branches[i]);
+  for (std::size_t i = 0; i < mine.size(); ++i) {  // one run in memory at a time, read back as --resume reads it
+    const auto f = h5::File::open_read(work + "/" + mine[i].id + ".h5");
+    sweep::write_run(out.file(), "/runs/" + mine[i].id, sweep::read_run(f, "/run"));
+    if (tree) sweep::write_tree_branches(out.file(), "/runs/" + mine[i].id, tree->branches[i]);
   }
   auto opts = resolved_options(vm);
   if (be.name == "cuda") opts["plan"] = be.plan.empty() ? "none" : be.plan;

@@ -51,7 +51,7 @@ sweep::RunResult TreeSweep::evaluate(const sweep::RunSpec& spec, std::size_t m, 
   return std::move(r.run);
 }
 
-void print_tree_table(const std::vector<sweep::RunResult>& runs, const std::vector<sweep::TreeBranches>& branches,
+void print_tree_table(const std::vector<RunSummary>& runs, const std::vector<sweep::TreeBranches>& branches,
                       const std::vector<std::int64_t>& edges) {
   std::printf("\ntree rounds: mean KL(ref || mode) in nats by position bin, accepted path / rejected branches\n%-52s",
               "run");
@@ -66,11 +66,9 @@ void print_tree_table(const std::vector<sweep::RunResult>& runs, const std::vect
     std::printf("%-52s", r.id.c_str());
     for (auto b : cols)
       std::printf(" %9.2e/%9.2e", r.kl_binned[b * sweep::kStats], br.kl_binned[b * sweep::kBranchStats]);
-    double path = 0, branch = 0;
-    for (double x : r.kl) path += x;
+    double branch = 0;
     for (double x : br.kl) branch += x;
-    std::printf(" %9.2e/%9.2e %9zu\n", path / double(r.kl.size()), br.kl.empty() ? 0.0 : branch / double(br.kl.size()),
-                br.kl.size());
+    std::printf(" %9.2e/%9.2e %9zu\n", r.kl_mean, br.kl.empty() ? 0.0 : branch / double(br.kl.size()), br.kl.size());
   }
 }
 

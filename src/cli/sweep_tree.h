@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/sweep_table.h"
 #include "runtime/model.h"
 #include "sweep/tree_sweep.h"
 
@@ -38,7 +39,7 @@ std::optional<TreeSweep> tree_option(const po::variables_map& vm);
 double tree_reference_bytes(const std::optional<TreeSweep>& tree, int tokens);
 
 // Mean KL of the accepted path and of the rejected branches per position bin.
-void print_tree_table(const std::vector<sweep::RunResult>& runs, const std::vector<sweep::TreeBranches>& branches,
+void print_tree_table(const std::vector<RunSummary>& runs, const std::vector<sweep::TreeBranches>& branches,
                       const std::vector<std::int64_t>& edges);
 
 }  // namespace replayssm::cli

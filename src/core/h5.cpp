@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/errors.h"
+#include "core/h5_handle.h"
 #include "core/memory_budget.h"
 #include "core/run_info.h"
 #include "core/version.h"
@@ -29,18 +30,6 @@ struct SilenceHdf5 {
   }
 };
 const SilenceHdf5 silence_once;
-
-struct Handle {
-  hid_t id;
-  herr_t (*closer)(hid_t);
-  Handle(hid_t i, herr_t (*c)(hid_t)) : id(i), closer(c) {}
-  ~Handle() {
-    if (id >= 0) closer(id);
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  bool ok() const { return id >= 0; }
-};
 
 bool file_exists(const std::string& p) {
   struct stat st {};

@@ -93,6 +93,26 @@ class File {
   hid_t id_ = -1;
 };
 
+// A float64 dataset of a known shape written in consecutive blocks of rows along its first dimension (chunked
+// storage of chunk_rows rows), for outputs too large to hold in memory at once.
+class RowWriter {
+ public:
+  RowWriter(File& f, const std::string& dataset, const Shape& shape, std::size_t chunk_rows);
+  // The next n rows (n times the product of the other dimensions values, row-major).
+  void append(const double* data, std::size_t n);
+  std::size_t rows_written() const { return written_; }
+
+ private:
+  File& f_;
+  std::string dataset_;
+  Shape shape_;
+  std::size_t written_ = 0;
+};
+
+// Rows [first, first + n) along the first dimension of a float64 dataset, row-major (n times the product of the
+// other dimensions values); an error naming the field when they are beyond its end.
+std::vector<double> read_rows(const File& f, const std::string& dataset, std::size_t first, std::size_t n);
+
 // Checks a dataset's rank and (where given, non-zero) each dimension; 0 in `expected` means "any".
 void require_shape(const File& f, const std::string& dataset, const Shape& got, const Shape& expected);
 

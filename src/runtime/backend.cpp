@@ -79,8 +79,10 @@ struct TokenBuffers {
   std::vector<double> v, q, skip;
 };
 
+// initial: [H][V][K] or null for the zero state.
 template <class TokenFn>
-ref::LayerOutputs recurrent_fast(bool gdn, int T, int H, int V, int K, int threads, TokenFn token) {
+ref::LayerOutputs recurrent_fast(bool gdn, int T, int H, int V, int K, int threads, const std::vector<double>* initial,
+                                 TokenFn token) {
   ref::LayerOutputs out;
   out.o.assign(std::size_t(T) * std::size_t(H) * std::size_t(V), 0.0);
   out.final_state.assign(std::size_t(H) * std::size_t(V) * std::size_t(K), 0.0);
@@ -94,7 +96,13 @@ ref::LayerOutputs recurrent_fast(bool gdn, int T, int H, int V, int K, int threa
     buf.skip.resize(std::size_t(V));
     buf.q.resize(std::size_t(K));
     for (int h = h0; h < h1; ++h) {
-      std::fill(S.begin(), S.end(), 0.0);
+      if (initial) {
+        for (int r = 0; r < V; ++r)  // head_state: [V][K] row-major into column-major [K][V]
+          for (int c = 0; c < K; ++c)
+            S[std::size_t(c) * V + r] = (*initial)[(std::size_t(h) * V + r) * std::size_t(K) + c];
+      } else {
+        std::fill(S.begin(), S.end(), 0.0);
+      }
       for (int t = 0; t < T; ++t) {
         const TokenView tk = token(t, h, buf);
         const StepHead sh{S.data(), tk.a, tk.beta, tk.v, tk.k, tk.q, tk.skip, o.data()};
@@ -113,13 +121,41 @@ std::size_t at(int t, int heads, int h, int dim) {
   return (std::size_t(t) * std::size_t(heads) + std::size_t(h)) * std::size_t(dim);
 }
 
+// The heads [h0, h1) of a [heads][V][K] state, or null.
+const std::vector<double>* slice_state(const std::vector<double>* initial, int h0, int h1, std::size_t per_head,
+                                       std::vector<double>& buf) {
+  if (!initial) return nullptr;
+  buf.assign(initial->begin() + std::ptrdiff_t(std::size_t(h0) * per_head),
+             initial->begin() + std::ptrdiff_t(std::size_t(h1) * per_head));
+  return &buf;
+}
+
 }  // namespace
 
-ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) {
+ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) { return gdn(in, nullptr); }
+ref::LayerOutputs ReferenceBackend::run_mamba2(const ref::Mamba2Inputs& in) { return mamba2(in, nullptr); }
+
+void ReferenceBackend::start(int layers) { states_.assign(std::size_t(std::max(0, layers)), {}); }
+
+ref::LayerOutputs ReferenceBackend::gdn_chunk(int layer, const ref::GdnInputs& in) {
+  auto& s = states_.at(std::size_t(layer));
+  ref::LayerOutputs out = gdn(in, s.empty() ? nullptr : &s);
+  s = out.final_state;
+  return out;
+}
+
+ref::LayerOutputs ReferenceBackend::mamba2_chunk(int layer, const ref::Mamba2Inputs& in) {
+  auto& s = states_.at(std::size_t(layer));
+  ref::LayerOutputs out = mamba2(in, s.empty() ? nullptr : &s);
+  s = out.final_state;
+  return out;
+}
+
+ref::LayerOutputs ReferenceBackend::gdn(const ref::GdnInputs& in, const std::vector<double>* initial) {
   if (recurrent_step_fast_ok(in.V, in.K)) {
     in.validate();
     // ref::gdn_head_token: a = exp(g), beta, v, k of key head h / (Hv / Hk), q scaled
-    return recurrent_fast(true, in.T, in.Hv, in.V, in.K, threads_, [&](int t, int h, TokenBuffers& b) {
+    return recurrent_fast(true, in.T, in.Hv, in.V, in.K, threads_, initial, [&](int t, int h, TokenBuffers& b) {
       const int hk = h / (in.Hv / in.Hk);
       TokenView tk;
       tk.a = std::exp(in.g[at(t, in.Hv, h, 1)]);
@@ -132,10 +168,10 @@ ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) {
       return tk;
     });
   }
-  if (threads_ == 1 || in.Hv == 1) return ref::gdn_recurrent(in);
+  if (threads_ == 1 || in.Hv == 1) return ref::gdn_recurrent(in, initial);
   in.validate();
   const auto parts = head_groups(in.Hv, in.Hk, threads_);
-  if (parts.size() == 1) return ref::gdn_recurrent(in);
+  if (parts.size() == 1) return ref::gdn_recurrent(in, initial);
   const int r = in.Hv / in.Hk;
   std::vector<ref::LayerOutputs> outs(parts.size());
   parallel_for(parts.size(), [&](std::size_t i) {
@@ -148,7 +184,8 @@ ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) {
     sub.v = slice_heads(in.v, in.T, in.Hv, in.V, h0, h1);
     sub.g = slice_heads(in.g, in.T, in.Hv, 1, h0, h1);
     sub.beta = slice_heads(in.beta, in.T, in.Hv, 1, h0, h1);
-    outs[i] = ref::gdn_recurrent(sub);
+    std::vector<double> init;
+    outs[i] = ref::gdn_recurrent(sub, slice_state(initial, h0, h1, std::size_t(in.V) * std::size_t(in.K), init));
   });
   ref::LayerOutputs o;
   o.o.resize(std::size_t(in.T) * std::size_t(in.Hv) * std::size_t(in.V));
@@ -159,11 +196,11 @@ ref::LayerOutputs ReferenceBackend::run_gdn(const ref::GdnInputs& in) {
   return o;
 }
 
-ref::LayerOutputs ReferenceBackend::run_mamba2(const ref::Mamba2Inputs& in) {
+ref::LayerOutputs ReferenceBackend::mamba2(const ref::Mamba2Inputs& in, const std::vector<double>* initial) {
   if (recurrent_step_fast_ok(in.P, in.N)) {
     in.validate();
     // ref::mamba2_head_token: a = exp(dt A_h), v = dt x, k = B, q = C of group h / (H / G), skip = D_h x
-    return recurrent_fast(false, in.T, in.H, in.P, in.N, threads_, [&](int t, int h, TokenBuffers& b) {
+    return recurrent_fast(false, in.T, in.H, in.P, in.N, threads_, initial, [&](int t, int h, TokenBuffers& b) {
       const int grp = h / (in.H / in.G);
       const double dt = in.dt[at(t, in.H, h, 1)];
       const double* x = in.x.data() + at(t, in.H, h, in.P);
@@ -180,10 +217,10 @@ ref::LayerOutputs ReferenceBackend::run_mamba2(const ref::Mamba2Inputs& in) {
       return tk;
     });
   }
-  if (threads_ == 1 || in.H == 1) return ref::mamba2_recurrent(in);
+  if (threads_ == 1 || in.H == 1) return ref::mamba2_recurrent(in, initial);
   in.validate();
   const auto parts = head_groups(in.H, in.G, threads_);
-  if (parts.size() == 1) return ref::mamba2_recurrent(in);
+  if (parts.size() == 1) return ref::mamba2_recurrent(in, initial);
   const int r = in.H / in.G;
   std::vector<ref::LayerOutputs> outs(parts.size());
   parallel_for(parts.size(), [&](std::size_t i) {
@@ -197,7 +234,8 @@ ref::LayerOutputs ReferenceBackend::run_mamba2(const ref::Mamba2Inputs& in) {
     sub.dt = slice_heads(in.dt, in.T, in.H, 1, h0, h1);
     sub.A.assign(in.A.begin() + h0, in.A.begin() + h1);
     if (!in.D.empty()) sub.D.assign(in.D.begin() + h0, in.D.begin() + h1);
-    outs[i] = ref::mamba2_recurrent(sub);
+    std::vector<double> init;
+    outs[i] = ref::mamba2_recurrent(sub, slice_state(initial, h0, h1, std::size_t(in.P) * std::size_t(in.N), init));
   });
   ref::LayerOutputs o;
   o.o.resize(std::size_t(in.T) * std::size_t(in.H) * std::size_t(in.P));

@@ -5,6 +5,7 @@
 // formats / ReplaySSM policies and CUDA kernels implement the same interface.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "reference/layer_inputs.h"
 
@@ -18,17 +19,37 @@ struct RecurrenceBackend {
   virtual ref::LayerOutputs run_mamba2(const ref::Mamba2Inputs& in) = 0;
 };
 
+// A recurrence fed one sequence in consecutive chunks (runtime::ForwardStream): each layer keeps its state from one
+// chunk to the next, so the outputs are those of the whole sequence in one call.
+struct StreamingRecurrence {
+  virtual ~StreamingRecurrence() = default;
+  virtual std::string name() const = 0;
+  // Before the first chunk: `layers` layers, each from the zero state.
+  virtual void start(int layers) = 0;
+  // The next in.T positions of layer `layer`: outputs [in.T][heads][dim]; final_state may be left empty.
+  virtual ref::LayerOutputs gdn_chunk(int layer, const ref::GdnInputs& in) = 0;
+  virtual ref::LayerOutputs mamba2_chunk(int layer, const ref::Mamba2Inputs& in) = 0;
+};
+
 // ref::gdn_recurrent / ref::mamba2_recurrent (the FP64 spec). threads > 1 splits a layer's heads over threads
-// (heads are independent; results are bit-identical to threads = 1).
-class ReferenceBackend : public RecurrenceBackend {
+// (heads are independent; results are bit-identical to threads = 1). As a StreamingRecurrence it continues each
+// layer from the state its previous chunk ended in: one step per token either way, so the bits do not depend on
+// the chunking.
+class ReferenceBackend : public RecurrenceBackend, public StreamingRecurrence {
  public:
   explicit ReferenceBackend(int threads = 1) : threads_(threads < 1 ? 1 : threads) {}
   std::string name() const override { return "reference-fp64"; }
   ref::LayerOutputs run_gdn(const ref::GdnInputs& in) override;
   ref::LayerOutputs run_mamba2(const ref::Mamba2Inputs& in) override;
+  void start(int layers) override;
+  ref::LayerOutputs gdn_chunk(int layer, const ref::GdnInputs& in) override;
+  ref::LayerOutputs mamba2_chunk(int layer, const ref::Mamba2Inputs& in) override;
 
  private:
+  ref::LayerOutputs gdn(const ref::GdnInputs& in, const std::vector<double>* initial);
+  ref::LayerOutputs mamba2(const ref::Mamba2Inputs& in, const std::vector<double>* initial);
   int threads_;
+  std::vector<std::vector<double>> states_;  // per layer, [heads][V][K]; empty: the zero state
 };
 
 }  // namespace replayssm::runtime

@@ -86,11 +86,16 @@ void mul_silu(Mat& a, const Mat& b, int threads) {
   });
 }
 
-// In place: X[t, c] <- silu(bias[c] + sum_i w[c, i] X[t - (W-1) + i, c]) (zero before t = 0).
-// Per element: s = bias[c] (or 0), then s += w[c, i] * X[src, c] for i = 0..W-1 in order (src >= 0), then silu(s).
-// The loops run over a whole row of channels at a time (the same operations per element, vectorisable).
-void conv_silu(Mat& X, const Mat& w, const Vec* bias, int threads) {
+// In place: X[t, c] <- silu(bias[c] + sum_i w[c, i] X[t - (W-1) + i, c]) (zero before the sequence starts).
+// Per element: s = bias[c] (or 0), then s += w[c, i] * X[src, c] for i = 0..W-1 in order (src inside the sequence),
+// then silu(s). Rows before X's first come from *tail (the pre-conv rows of the positions just before X, at most
+// W - 1 of them; none at the start of a sequence), which then moves on to X's last rows: the same operations per
+// element whichever way the sequence is cut. The loops run over a whole row of channels at a time (vectorisable).
+void conv_silu(Mat& X, const Mat& w, const Vec* bias, int threads, Mat* tail) {
   const Eigen::Index T = X.rows(), C = X.cols(), W = w.cols();
+  const Mat none(0, C);
+  const Mat& hist = tail && tail->cols() == C ? *tail : none;
+  const Eigen::Index H = hist.rows();
   const Mat wt = w.transpose();  // [W, C]: tap i of every channel contiguous
   Mat Y(T, C);
   parallel_rows(T, threads, [&](Eigen::Index r0, Eigen::Index r1) {
@@ -99,14 +104,21 @@ void conv_silu(Mat& X, const Mat& w, const Vec* bias, int threads) {
       for (Eigen::Index c = 0; c < C; ++c) y[c] = bias ? (*bias)[c] : 0.0;
       for (Eigen::Index i = 0; i < W; ++i) {
         const Eigen::Index src = t - (W - 1) + i;
-        if (src < 0) continue;
+        if (src < -H) continue;
         const double* wi = wt.data() + i * C;
-        const double* x = X.data() + src * C;
+        const double* x = src >= 0 ? X.data() + src * C : hist.data() + (H + src) * C;
         for (Eigen::Index c = 0; c < C; ++c) y[c] += wi[c] * x[c];
       }
       for (Eigen::Index c = 0; c < C; ++c) y[c] = silu(y[c]);
     }
   });
+  if (tail) {
+    const Eigen::Index keep = std::min(W - 1, H + T), from_x = std::min(keep, T), from_hist = keep - from_x;
+    Mat next(keep, C);
+    if (from_hist > 0) next.topRows(from_hist) = hist.bottomRows(from_hist);
+    if (from_x > 0) next.bottomRows(from_x) = X.bottomRows(from_x);
+    tail->swap(next);
+  }
   X.swap(Y);
 }
 
@@ -140,15 +152,15 @@ std::vector<double> to_vec(const M& m) {
 
 }  // namespace
 
-ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads) {
+ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads, ConvTails* tails) {
   const ModelConfig& c = m.cfg;
   const GdnWeights& w = m.layers.at(std::size_t(layer)).gdn;
   const Mat all = matmul_nt(x, w.in_fused, threads);
   const Eigen::Index qk = Eigen::Index(c.Hk) * c.K, vv = Eigen::Index(c.Hv) * c.V, hv = c.Hv;
   Mat q = all.middleCols(0, qk), k = all.middleCols(qk, qk), v = all.middleCols(2 * qk, vv);
-  conv_silu(q, w.conv_q, nullptr, threads);
-  conv_silu(k, w.conv_k, nullptr, threads);
-  conv_silu(v, w.conv_v, nullptr, threads);
+  conv_silu(q, w.conv_q, nullptr, threads, tails ? &(*tails)[0] : nullptr);
+  conv_silu(k, w.conv_k, nullptr, threads, tails ? &(*tails)[1] : nullptr);
+  conv_silu(v, w.conv_v, nullptr, threads, tails ? &(*tails)[2] : nullptr);
   if (z) *z = all.middleCols(2 * qk + vv, vv);
   ref::GdnRawInputs raw;
   raw.T = static_cast<int>(x.rows()), raw.Hk = c.Hk, raw.Hv = c.Hv, raw.K = c.K, raw.V = c.V;
@@ -162,15 +174,16 @@ ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat
   return ref::gdn_preprocess(raw, 1.0 / std::sqrt(double(c.K)), c.l2norm_eps);
 }
 
-ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads) {
+ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads,
+                                      ConvTails* tails) {
   const ModelConfig& c = m.cfg;
   const Mamba2Weights& w = m.layers.at(std::size_t(layer)).mamba2;
   const Mat all = matmul_nt(x, w.in_fused, threads);
   const Eigen::Index di = c.d_inner, gn = Eigen::Index(c.G) * c.N;
   Mat xs = all.middleCols(di, di), B = all.middleCols(2 * di, gn), C = all.middleCols(2 * di + gn, gn);
-  conv_silu(xs, w.conv_x, &w.conv_bias_x, threads);
-  conv_silu(B, w.conv_B, &w.conv_bias_B, threads);
-  conv_silu(C, w.conv_C, &w.conv_bias_C, threads);
+  conv_silu(xs, w.conv_x, &w.conv_bias_x, threads, tails ? &(*tails)[0] : nullptr);
+  conv_silu(B, w.conv_B, &w.conv_bias_B, threads, tails ? &(*tails)[1] : nullptr);
+  conv_silu(C, w.conv_C, &w.conv_bias_C, threads, tails ? &(*tails)[2] : nullptr);
   if (z) *z = all.middleCols(0, di);
   ref::Mamba2RawInputs raw;
   raw.T = static_cast<int>(x.rows()), raw.H = c.H, raw.G = c.G, raw.P = c.P, raw.N = c.N;
@@ -197,62 +210,70 @@ void keep_freed_memory() {
 #endif
 }
 
-ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>& tokens, RecurrenceBackend& backend,
-                            const ForwardOptions& opt, const LayerObserver& observer) {
-  if (tokens.empty()) throw std::invalid_argument("teacher_force: empty token sequence");
-  const ModelConfig& c = m.cfg;
-  const int th = std::max(1, opt.threads);
-  const auto T = static_cast<Eigen::Index>(tokens.size());
-  ForwardResult res;
-  const auto t_start = Clock::now();
-  Mat h(T, c.d_model);
-  for (Eigen::Index t = 0; t < T; ++t) h.row(t) = m.embed.row(tokens[std::size_t(t)]);
+namespace {
 
-  const bool use0 = opt.use_layer0 && opt.use_layer0->filled && opt.use_layer0->tokens == tokens;
-  const bool fill0 = !use0 && opt.fill_layer0 && !opt.fill_layer0->filled;
+// A whole-sequence backend seen as a stream of exactly one chunk per layer.
+class WholeSequence : public StreamingRecurrence {
+ public:
+  explicit WholeSequence(RecurrenceBackend& be) : be_(be) {}
+  std::string name() const override { return be_.name(); }
+  void start(int) override {}
+  ref::LayerOutputs gdn_chunk(int, const ref::GdnInputs& in) override { return be_.run_gdn(in); }
+  ref::LayerOutputs mamba2_chunk(int, const ref::Mamba2Inputs& in) override { return be_.run_mamba2(in); }
+
+ private:
+  RecurrenceBackend& be_;
+};
+
+}  // namespace
+
+ForwardStream::ForwardStream(const TinyModel& m, StreamingRecurrence& rec, const ForwardOptions& opt,
+                             LayerObserver observer)
+    : m_(m), rec_(rec), opt_(opt), observer_(std::move(observer)), tails_(std::size_t(m.cfg.n_layers)) {
+  rec_.start(m.cfg.n_layers);
+}
+
+Mat ForwardStream::next(const std::uint8_t* tokens, std::size_t n) {
+  if (n == 0) throw std::invalid_argument("ForwardStream: empty chunk");
+  const ModelConfig& c = m_.cfg;
+  const int th = std::max(1, opt_.threads);
+  const auto T = static_cast<Eigen::Index>(n);
+  const auto t_start = Clock::now();
+  double recurrence = 0.0;
+  Mat h(T, c.d_model);
+  for (Eigen::Index t = 0; t < T; ++t) h.row(t) = m_.embed.row(tokens[std::size_t(t)]);
+
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& lw = m.layers[std::size_t(l)];
-    const bool cached = use0 && l == 0;
-    Mat x = cached ? Mat() : rmsnorm(h, lw.norm1, c.norm_eps, th);
-    Mat z_own, y;
-    const Mat& z = cached ? opt.use_layer0->z : z_own;
-    if (c.is_gdn()) {
-      ref::GdnInputs in_own;
-      if (!cached) in_own = gdn_layer_inputs(m, l, x, &z_own, th);
-      const ref::GdnInputs& in = cached ? opt.use_layer0->gdn : in_own;
-      if (fill0 && l == 0) {
-        opt.fill_layer0->gdn = in_own;
-        opt.fill_layer0->z = z_own;
-        opt.fill_layer0->tokens = tokens;
-        opt.fill_layer0->filled = true;
+    const LayerWeights& lw = m_.layers[std::size_t(l)];
+    ConvTails* tails = &tails_[std::size_t(l)];
+    Mat z, y;
+    {
+      const Mat x = rmsnorm(h, lw.norm1, c.norm_eps, th);
+      if (c.is_gdn()) {
+        const ref::GdnInputs in = gdn_layer_inputs(m_, l, x, &z, th, tails);
+        const auto t0 = Clock::now();
+        const ref::LayerOutputs out = rec_.gdn_chunk(l, in);
+        recurrence += since(t0);
+        if (out.o.size() != std::size_t(T) * std::size_t(c.Hv) * std::size_t(c.V))
+          throw std::runtime_error("backend " + rec_.name() + ": run_gdn returned o of the wrong size");
+        if (observer_) observer_(l, &in, nullptr, out);
+        y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.Hv) * c.V);
+      } else {
+        const ref::Mamba2Inputs in = mamba2_layer_inputs(m_, l, x, &z, th, tails);
+        const auto t0 = Clock::now();
+        const ref::LayerOutputs out = rec_.mamba2_chunk(l, in);
+        recurrence += since(t0);
+        if (out.o.size() != std::size_t(T) * std::size_t(c.H) * std::size_t(c.P))
+          throw std::runtime_error("backend " + rec_.name() + ": run_mamba2 returned o of the wrong size");
+        if (observer_) observer_(l, nullptr, &in, out);
+        y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.d_inner));
       }
-      const auto t0 = Clock::now();
-      const ref::LayerOutputs out = backend.run_gdn(in);
-      res.seconds_recurrence += since(t0);
-      if (out.o.size() != std::size_t(T) * std::size_t(c.Hv) * std::size_t(c.V))
-        throw std::runtime_error("backend " + backend.name() + ": run_gdn returned o of the wrong size");
-      if (observer) observer(l, &in, nullptr, out);
-      y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.Hv) * c.V);
+    }
+    if (c.is_gdn()) {
       rmsnorm_groups(y, c.V, lw.gdn.norm, c.gated_norm_eps, th);
       mul_silu(y, z, th);
       h.noalias() += matmul_nt(y, lw.gdn.out, th);
     } else {
-      ref::Mamba2Inputs in_own;
-      if (!cached) in_own = mamba2_layer_inputs(m, l, x, &z_own, th);
-      const ref::Mamba2Inputs& in = cached ? opt.use_layer0->mamba2 : in_own;
-      if (fill0 && l == 0) {
-        opt.fill_layer0->mamba2 = in_own;
-        opt.fill_layer0->z = z_own;
-        opt.fill_layer0->tokens = tokens;
-        opt.fill_layer0->filled = true;
-      }
-      const auto t0 = Clock::now();
-      const ref::LayerOutputs out = backend.run_mamba2(in);
-      res.seconds_recurrence += since(t0);
-      if (out.o.size() != std::size_t(T) * std::size_t(c.H) * std::size_t(c.P))
-        throw std::runtime_error("backend " + backend.name() + ": run_mamba2 returned o of the wrong size");
-      if (observer) observer(l, nullptr, &in, out);
-      y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.d_inner));
       mul_silu(y, z, th);
       rmsnorm_groups(y, c.d_inner / c.G, lw.mamba2.norm, c.gated_norm_eps, th);
       h.noalias() += matmul_nt(y, lw.mamba2.out, th);
@@ -263,7 +284,7 @@ ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>&
     silu_mul(gate, gu.rightCols(c.d_ff), th);
     h.noalias() += matmul_nt(gate, lw.w_down, th);
   }
-  Mat logits = matmul_nt(rmsnorm(h, m.final_norm, c.norm_eps, th), m.lm_head, th);
+  Mat logits = matmul_nt(rmsnorm(h, m_.final_norm, c.norm_eps, th), m_.lm_head, th);
   parallel_rows(T, th, [&](Eigen::Index r0, Eigen::Index r1) {
     for (Eigen::Index t = r0; t < r1; ++t) {
       const double mx = logits.row(t).maxCoeff();
@@ -273,8 +294,21 @@ ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>&
       logits.row(t).array() -= lse;
     }
   });
-  res.logprobs = std::move(logits);
-  res.seconds_dense = since(t_start) - res.seconds_recurrence;
+  position_ += T;
+  seconds_recurrence_ += recurrence;
+  seconds_dense_ += since(t_start) - recurrence;
+  return logits;
+}
+
+ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>& tokens, RecurrenceBackend& backend,
+                            const ForwardOptions& opt, const LayerObserver& observer) {
+  if (tokens.empty()) throw std::invalid_argument("teacher_force: empty token sequence");
+  WholeSequence whole(backend);
+  ForwardStream stream(m, whole, opt, observer);
+  ForwardResult res;
+  res.logprobs = stream.next(tokens.data(), tokens.size());
+  res.seconds_dense = stream.seconds_dense();
+  res.seconds_recurrence = stream.seconds_recurrence();
   return res;
 }
 

@@ -3,6 +3,7 @@
 // products over time (runtime/gemm.h: one fma chain per element), conv, gates and norms row-wise; the SSM recurrence
 // through a pluggable RecurrenceBackend. Results do not depend on the thread count, and a prefix of a sequence gets
 // bit-for-bit the values of the longer run (given a backend with the same property, as the reference has).
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -13,21 +14,8 @@
 
 namespace replayssm::runtime {
 
-// The first layer's recurrence inputs and its gate z depend only on the tokens, not on any recurrence backend: a caller
-// that runs many backends over the same tokens (the sweep) computes them once. The values are those teacher_force
-// computes itself.
-struct FirstLayerCache {
-  std::vector<std::uint8_t> tokens;
-  bool filled = false;
-  ref::GdnInputs gdn;
-  ref::Mamba2Inputs mamba2;
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> z;
-};
-
 struct ForwardOptions {
   int threads = 1;  // std::threads for the projections (row blocks over time); the backend has its own setting
-  FirstLayerCache* fill_layer0 = nullptr;       // if given and not filled: filled by this call
-  const FirstLayerCache* use_layer0 = nullptr;  // if given, filled, and for these tokens: layer 0's inputs from it
 };
 
 // Called once per SSM layer after its recurrence: exactly one of gdn / mamba2 is non-null (the inputs handed to
@@ -41,9 +29,16 @@ struct ForwardResult {
   double seconds_recurrence = 0.0;  // inside the backend
 };
 
-// The recurrence inputs of one layer from its normed input x [T, d_model] (also used by tests and tools).
-ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads = 1);
-ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads = 1);
+// The pre-conv rows a layer's causal convolutions still need from earlier positions: the last (width - 1) rows of
+// each convolved stream (GDN q, k, v; Mamba-2 x, B, C). Empty at the start of a sequence.
+using ConvTails = std::array<Mat, 3>;
+
+// The recurrence inputs of one layer from its normed input x [T, d_model] (also used by tests and tools). With
+// tails, x continues the positions the tails were left by; the tails move on to the end of x.
+ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads = 1,
+                                ConvTails* tails = nullptr);
+ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads = 1,
+                                      ConvTails* tails = nullptr);
 
 // Process-wide, opt-in (CLI commands call it once): keep freed memory in the malloc heap (glibc: no mmap for large
 // blocks, no trim). teacher_force allocates and frees [T, ~1500] float64 arrays per layer; at T = 131072 re-faulting
@@ -51,7 +46,32 @@ ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& 
 // threads (a thread arena mmaps blocks past 64 MiB regardless). A no-op off glibc, or when REPLAYSSM_DEFAULT_MALLOC is set.
 void keep_freed_memory();
 
-// tokens: bytes; T = tokens.size() >= 1.
+// Teacher forcing in consecutive chunks of one sequence: every chunk runs through all layers, each layer carrying
+// its conv tails and (in the StreamingRecurrence) its recurrence state to the next chunk. Every projection, conv,
+// norm and gate is row-wise, so the log-probs of a chunk are bit for bit those rows of a whole-sequence run, whatever
+// the chunk sizes; memory is proportional to the chunk, not to the sequence.
+class ForwardStream {
+ public:
+  // Calls rec.start(layers): the recurrence of every layer starts from the zero state.
+  ForwardStream(const TinyModel& m, StreamingRecurrence& rec, const ForwardOptions& opt = {},
+                LayerObserver observer = {});
+  // Log-probs [n, 256] of the next n >= 1 positions (row i: log p(next byte | every byte so far through tokens[i])).
+  Mat next(const std::uint8_t* tokens, std::size_t n);
+  std::int64_t position() const { return position_; }  // positions consumed so far
+  double seconds_dense() const { return seconds_dense_; }
+  double seconds_recurrence() const { return seconds_recurrence_; }
+
+ private:
+  const TinyModel& m_;
+  StreamingRecurrence& rec_;
+  ForwardOptions opt_;
+  LayerObserver observer_;
+  std::vector<ConvTails> tails_;  // per layer
+  std::int64_t position_ = 0;
+  double seconds_dense_ = 0.0, seconds_recurrence_ = 0.0;
+};
+
+// The whole sequence as one chunk through a RecurrenceBackend. tokens: bytes; T = tokens.size() >= 1.
 ForwardResult teacher_force(const TinyModel& m, const std::vector<std::uint8_t>& tokens, RecurrenceBackend& backend,
                             const ForwardOptions& opt = {}, const LayerObserver& observer = {});
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 #include "reference/head_record.h"
@@ -95,123 +96,168 @@ void fill_mamba2(const ref::Mamba2Inputs& in, int t, StepBuffers& s) {
   }
 }
 
-template <class FillFn>
-ref::LayerOutputs run_layer(emu::DecodeBackend& be, const emu::Mode& mode, int T, int G, int H, int V, int K,
-                            bool skip, const std::vector<double>* init, FillFn&& fill, LayerDrift* drift) {
-  emu::Dims d;
-  d.B = 1;
-  d.G = G;
-  d.H = H;
-  d.K = K;
-  d.V = V;
-  emu::check_mode(mode, d);
-  const bool gdn = mode.arch == emu::Arch::gdn;
-  const ref::Recurrence rec = gdn ? ref::Recurrence::kGdn : ref::Recurrence::kMamba2;
-  const bool fast = runtime::recurrent_step_fast_ok(V, K);
-  const std::size_t VK = std::size_t(V) * std::size_t(K);
-  std::vector<float> S0;
-  if (init) S0.assign(init->begin(), init->end());
-  be.init(d, mode, init ? S0.data() : nullptr);
+}  // namespace
+
+struct ModeLayerStream::Impl {
+  Impl(emu::DecodeBackend& b, const emu::Mode& m) : be(b), mode(m) {}
+  emu::DecodeBackend& be;
+  emu::Mode mode;
+  bool started = false;
+  std::int64_t position = 0;  // positions stepped so far
+  int G = 0, H = 0, V = 0, K = 0;
+  bool skip = false, fast = false;
   // shadow[h]: column-major [K][V], element (r, c) at c * V + r (an Eigen::MatrixXd's storage)
-  std::vector<Eigen::MatrixXd> shadow(static_cast<std::size_t>(H), Eigen::MatrixXd::Zero(V, K));
-  if (init)
-    for (int h = 0; h < H; ++h)
-      for (int r = 0; r < V; ++r)
-        for (int c = 0; c < K; ++c)
-          shadow[static_cast<std::size_t>(h)](r, c) = S0[(static_cast<std::size_t>(h) * V + r) * K + c];
-  const std::size_t out_per_t = static_cast<std::size_t>(H) * static_cast<std::size_t>(V);
-  ref::LayerOutputs out;
-  out.o.resize(static_cast<std::size_t>(T) * out_per_t);
-  std::vector<float> o(out_per_t), S(static_cast<std::size_t>(H) * VK);
-  std::vector<double> o_ref(out_per_t), S_ref(S.size()), S_got(S.size());
-  std::vector<double> scratch(2 * static_cast<std::size_t>(V));
-  // Tokens go in chunks of L (the state comparisons fall on chunk ends): the backend steps through the chunk, then the
-  // shadow runs head by head over it (a head's state stays in cache for L steps). The backend sees exactly the same
-  // calls in the same order (steps, then state() after every L-th step), and every shadow step is the same.
-  const int chunk = mode.L;
-  std::vector<StepBuffers> s(static_cast<std::size_t>(chunk));
-  for (auto& b : s) b.init(G, H, V, K, gdn, skip);
-  o_ref.resize(static_cast<std::size_t>(chunk) * out_per_t);
-  const int per_group = H / G;
-  if (drift) {
-    drift->output.assign(static_cast<std::size_t>(T), 0.0);
-    drift->steps.clear();
-    drift->state.clear();
+  std::vector<Eigen::MatrixXd> shadow;
+  std::vector<StepBuffers> steps;
+  std::vector<float> o, S;
+  std::vector<double> o_ref, S_ref, S_got, scratch;
+
+  void start(int g, int h, int v, int k, bool with_skip) {
+    emu::Dims d;
+    d.B = 1;
+    d.G = g;
+    d.H = h;
+    d.K = k;
+    d.V = v;
+    emu::check_mode(mode, d);
+    G = g, H = h, V = v, K = k, skip = with_skip;
+    fast = runtime::recurrent_step_fast_ok(V, K);
+    be.init(d, mode, nullptr);
+    shadow.assign(static_cast<std::size_t>(H), Eigen::MatrixXd::Zero(V, K));
+    const std::size_t out_per_t = static_cast<std::size_t>(H) * static_cast<std::size_t>(V);
+    const std::size_t state = out_per_t * static_cast<std::size_t>(K);
+    o.assign(out_per_t, 0.0f);
+    S.assign(state, 0.0f);
+    S_ref.assign(state, 0.0);
+    S_got.assign(state, 0.0);
+    scratch.assign(2 * static_cast<std::size_t>(V), 0.0);
+    // Tokens go in blocks of L (the state comparisons fall on block ends): the backend steps through the block, then
+    // the shadow runs head by head over it (a head's state stays in cache for L steps).
+    steps.resize(static_cast<std::size_t>(mode.L));
+    for (auto& b : steps) b.init(G, H, V, K, mode.arch == emu::Arch::gdn, skip);
+    o_ref.assign(static_cast<std::size_t>(mode.L) * out_per_t, 0.0);
+    started = true;
   }
-  for (int t0 = 0; t0 < T; t0 += chunk) {
-    const int n = std::min(chunk, T - t0);
-    for (int i = 0; i < n; ++i) {
-      const int t = t0 + i;
-      StepBuffers& b = s[static_cast<std::size_t>(i)];
-      fill(t, b);
-      be.step(b.data.view(), o.data());
-      double* dst = &out.o[static_cast<std::size_t>(t) * out_per_t];
-      for (std::size_t j = 0; j < out_per_t; ++j) {
-        if (!std::isfinite(o[j])) throw Diverged(t);
-        dst[j] = o[j];
+
+  // The next T positions. Blocks end on multiples of L counted from the sequence's start, so the backend sees
+  // exactly the calls of one pass over the whole sequence (steps, then state() after every L-th step) and every
+  // shadow step is the same, wherever the chunks are cut.
+  template <class FillFn>
+  ref::LayerOutputs run(int T, FillFn&& fill, LayerDrift* drift) {
+    const bool gdn = mode.arch == emu::Arch::gdn;
+    const ref::Recurrence rec = gdn ? ref::Recurrence::kGdn : ref::Recurrence::kMamba2;
+    const std::size_t out_per_t = static_cast<std::size_t>(H) * static_cast<std::size_t>(V);
+    const std::int64_t first = position;
+    ref::LayerOutputs out;
+    out.o.resize(static_cast<std::size_t>(T) * out_per_t);
+    const int per_group = H / G;
+    if (drift) {
+      if (first == 0) {
+        drift->output.clear();
+        drift->steps.clear();
+        drift->state.clear();
       }
+      drift->output.resize(static_cast<std::size_t>(first + T), 0.0);
     }
-    if (!drift) continue;  // the shadow only feeds the drifts
-    for (int h = 0; h < H; ++h) {
-      const auto hs = static_cast<std::size_t>(h);
-      const std::size_t g = static_cast<std::size_t>(h / per_group) * std::size_t(K);
+    for (int t0 = 0; t0 < T;) {
+      const int n = static_cast<int>(std::min<std::int64_t>(mode.L - (first + t0) % mode.L, T - t0));
       for (int i = 0; i < n; ++i) {
-        const StepBuffers& b = s[static_cast<std::size_t>(i)];
-        double* oh = o_ref.data() + static_cast<std::size_t>(i) * out_per_t + hs * V;
-        const runtime::StepHead sh{shadow[hs].data(), b.a[hs], gdn ? b.beta[hs] : 1.0, b.v.data() + hs * V,
-                                   b.k.data() + g, b.q.data() + g, skip ? b.skip.data() + hs * V : nullptr, oh};
-        if (fast) {
-          runtime::recurrent_step_fast(gdn, sh, V, K, scratch.data());
-          continue;
+        const int t = t0 + i;
+        StepBuffers& b = steps[static_cast<std::size_t>(i)];
+        fill(t, b);
+        be.step(b.data.view(), o.data());
+        double* dst = &out.o[static_cast<std::size_t>(t) * out_per_t];
+        for (std::size_t j = 0; j < out_per_t; ++j) {
+          if (!std::isfinite(o[j])) throw Diverged(first + t);
+          dst[j] = o[j];
         }
-        ref::HeadToken tok;
-        tok.a = sh.a;
-        tok.beta = sh.beta;
-        tok.v = Eigen::Map<const Eigen::VectorXd>(sh.v, V);
-        tok.k = Eigen::Map<const Eigen::VectorXd>(sh.k, K);
-        tok.q = Eigen::Map<const Eigen::VectorXd>(sh.q, K);
-        if (skip) tok.skip = Eigen::Map<const Eigen::VectorXd>(sh.skip, V);
-        const Eigen::VectorXd r = ref::recurrent_step(rec, shadow[hs], tok);
-        for (int j = 0; j < V; ++j) oh[j] = r[j];
       }
-    }
-    for (int i = 0; i < n; ++i) {
-      const auto t = static_cast<std::size_t>(t0 + i);
-      drift->output[t] = relative_l2(o_ref.data() + static_cast<std::size_t>(i) * out_per_t, &out.o[t * out_per_t], out_per_t);
-    }
-    if ((t0 + n) % mode.L == 0) {
-      be.state(S.data());
+      position = first + t0 + n;
+      const bool flush = position % mode.L == 0;
+      t0 += n;
+      if (!drift) continue;  // the shadow only feeds the drifts
       for (int h = 0; h < H; ++h) {
-        const double* sh = shadow[static_cast<std::size_t>(h)].data();
-        for (int r = 0; r < V; ++r)
-          for (int c = 0; c < K; ++c) {
-            const std::size_t idx = (static_cast<std::size_t>(h) * V + r) * K + c;
-            S_ref[idx] = sh[std::size_t(c) * V + r];
-            S_got[idx] = S[idx];
+        const auto hs = static_cast<std::size_t>(h);
+        const std::size_t g = static_cast<std::size_t>(h / per_group) * std::size_t(K);
+        for (int i = 0; i < n; ++i) {
+          const StepBuffers& b = steps[static_cast<std::size_t>(i)];
+          double* oh = o_ref.data() + static_cast<std::size_t>(i) * out_per_t + hs * V;
+          const runtime::StepHead sh{shadow[hs].data(), b.a[hs], gdn ? b.beta[hs] : 1.0, b.v.data() + hs * V,
+                                     b.k.data() + g, b.q.data() + g, skip ? b.skip.data() + hs * V : nullptr, oh};
+          if (fast) {
+            runtime::recurrent_step_fast(gdn, sh, V, K, scratch.data());
+            continue;
           }
+          ref::HeadToken tok;
+          tok.a = sh.a;
+          tok.beta = sh.beta;
+          tok.v = Eigen::Map<const Eigen::VectorXd>(sh.v, V);
+          tok.k = Eigen::Map<const Eigen::VectorXd>(sh.k, K);
+          tok.q = Eigen::Map<const Eigen::VectorXd>(sh.q, K);
+          if (skip) tok.skip = Eigen::Map<const Eigen::VectorXd>(sh.skip, V);
+          const Eigen::VectorXd r = ref::recurrent_step(rec, shadow[hs], tok);
+          for (int j = 0; j < V; ++j) oh[j] = r[j];
+        }
       }
-      drift->steps.push_back(t0 + n);
-      drift->state.push_back(relative_l2(S_ref.data(), S_got.data(), S.size()));
+      const std::size_t base = static_cast<std::size_t>(position - n);
+      for (int i = 0; i < n; ++i) {
+        const std::size_t local = static_cast<std::size_t>(t0 - n + i);
+        drift->output[base + static_cast<std::size_t>(i)] =
+            relative_l2(o_ref.data() + static_cast<std::size_t>(i) * out_per_t, &out.o[local * out_per_t], out_per_t);
+      }
+      if (flush) {
+        be.state(S.data());
+        for (int h = 0; h < H; ++h) {
+          const double* sh = shadow[static_cast<std::size_t>(h)].data();
+          for (int r = 0; r < V; ++r)
+            for (int c = 0; c < K; ++c) {
+              const std::size_t idx = (static_cast<std::size_t>(h) * V + r) * K + c;
+              S_ref[idx] = sh[std::size_t(c) * V + r];
+              S_got[idx] = S[idx];
+            }
+        }
+        drift->steps.push_back(position);
+        drift->state.push_back(relative_l2(S_ref.data(), S_got.data(), S.size()));
+      }
     }
+    return out;
   }
-  out.final_state.resize(S.size());
-  be.state(S.data());
-  for (std::size_t i = 0; i < S.size(); ++i) out.final_state[i] = S[i];
+};
+
+ModeLayerStream::ModeLayerStream(emu::DecodeBackend& backend, const emu::Mode& mode)
+    : impl_(std::make_unique<Impl>(backend, mode)) {}
+ModeLayerStream::~ModeLayerStream() = default;
+ModeLayerStream::ModeLayerStream(ModeLayerStream&&) noexcept = default;
+
+ref::LayerOutputs ModeLayerStream::gdn(const ref::GdnInputs& in, LayerDrift* drift) {
+  if (impl_->mode.arch != emu::Arch::gdn) throw std::invalid_argument("ModeRecurrence: mode is not a GDN mode");
+  if (!impl_->started) impl_->start(in.Hk, in.Hv, in.V, in.K, false);
+  return impl_->run(in.T, [&](int t, StepBuffers& s) { fill_gdn(in, t, s); }, drift);
+}
+
+ref::LayerOutputs ModeLayerStream::mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift) {
+  if (impl_->mode.arch != emu::Arch::mamba2) throw std::invalid_argument("ModeRecurrence: mode is not a Mamba-2 mode");
+  if (!impl_->started) impl_->start(in.G, in.H, in.P, in.N, !in.D.empty());
+  return impl_->run(in.T, [&](int t, StepBuffers& s) { fill_mamba2(in, t, s); }, drift);
+}
+
+std::vector<double> ModeLayerStream::state() {
+  impl_->be.state(impl_->S.data());
+  return std::vector<double>(impl_->S.begin(), impl_->S.end());
+}
+
+ref::LayerOutputs ModeRecurrence::run_gdn(const ref::GdnInputs& in, LayerDrift* drift) {
+  ModeLayerStream s(be_, mode_);
+  ref::LayerOutputs out = s.gdn(in, drift);
+  out.final_state = s.state();
   return out;
 }
 
-}  // namespace
-
-ref::LayerOutputs ModeRecurrence::run_gdn(const ref::GdnInputs& in, LayerDrift* drift) {
-  if (mode_.arch != emu::Arch::gdn) throw std::invalid_argument("ModeRecurrence: mode is not a GDN mode");
-  return run_layer(be_, mode_, in.T, in.Hk, in.Hv, in.V, in.K, false, nullptr,
-                   [&](int t, StepBuffers& s) { fill_gdn(in, t, s); }, drift);
-}
-
 ref::LayerOutputs ModeRecurrence::run_mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift) {
-  if (mode_.arch != emu::Arch::mamba2) throw std::invalid_argument("ModeRecurrence: mode is not a Mamba-2 mode");
-  return run_layer(be_, mode_, in.T, in.G, in.H, in.P, in.N, !in.D.empty(), nullptr,
-                   [&](int t, StepBuffers& s) { fill_mamba2(in, t, s); }, drift);
+  ModeLayerStream s(be_, mode_);
+  ref::LayerOutputs out = s.mamba2(in, drift);
+  out.final_state = s.state();
+  return out;
 }
 
 }  // namespace replayssm::sweep

@@ -7,6 +7,7 @@
 // Both drifts are layer-local: the shadow sees the mode's own inputs, so they isolate this layer's state error;
 // the end-to-end effect shows in the sweep's output KL.
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +31,25 @@ struct LayerDrift {
   std::vector<double> state;          // [F]
 };
 
+// One layer of one sequence through a decode backend, fed in consecutive chunks (gdn / mamba2 with the next
+// positions): the backend's state, the FP64 shadow and the position count carry from chunk to chunk, so outputs
+// and drifts are bit for bit those of one call over the whole sequence. The backend belongs to this layer until
+// the sequence ends (its first chunk init()s it); drift gets each chunk's positions appended.
+class ModeLayerStream {
+ public:
+  ModeLayerStream(emu::DecodeBackend& backend, const emu::Mode& mode);
+  ~ModeLayerStream();
+  ModeLayerStream(ModeLayerStream&&) noexcept;
+  ref::LayerOutputs gdn(const ref::GdnInputs& in, LayerDrift* drift);
+  ref::LayerOutputs mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift);
+  std::vector<double> state();  // the backend's materialised state [heads][V][K] after the positions so far
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The whole sequence in one call (a ModeLayerStream of one chunk).
 class ModeRecurrence {
  public:
   ModeRecurrence(emu::DecodeBackend& backend, const emu::Mode& mode) : be_(backend), mode_(mode) {}

@@ -1,6 +1,7 @@
 // ModelEvaluator: the sweep's view of the tiny-model runtime (src/runtime). The reference path runs the FP64
-// recurrence; a mode path swaps each SSM layer's recurrence for a decode backend through ModeRecurrence.
-#include <thread>
+// recurrence; a mode path swaps each SSM layer's recurrence for a decode backend through ModeLayerStream. Both run
+// as runtime::ForwardStreams, a chunk of positions at a time.
+#include <stdexcept>
 
 #include "runtime/forward.h"
 #include "runtime/model.h"
@@ -10,45 +11,55 @@ namespace replayssm::sweep {
 
 struct ModelEvaluator::Impl {
   runtime::TinyModel model;
-  // Layer 0's recurrence inputs and gate for the text of the last reference_logp (they do not depend on the mode):
-  // filled there, read-only in mode_logp (which may run on several threads at once).
-  runtime::FirstLayerCache layer0;
 };
 
 namespace {
 
-// Adapts ModeRecurrence (one layer through a decode backend) to the runtime's pluggable recurrence.
-class ModeBackend : public runtime::RecurrenceBackend {
+// Each SSM layer through its own decode backend (a backend holds one layer's state from chunk to chunk).
+class ModeLayers : public runtime::StreamingRecurrence {
  public:
-  ModeBackend(emu::DecodeBackend& be, const emu::Mode& m, std::vector<LayerDrift>* drifts)
-      : mr_(be, m), mode_(m), drifts_(drifts) {}
+  ModeLayers(const std::vector<emu::DecodeBackend*>& be, const emu::Mode& m, std::vector<LayerDrift>* drifts)
+      : backends_(be), mode_(m), drifts_(drifts) {}
   std::string name() const override { return "mode " + mode_.name(); }
-  ref::LayerOutputs run_gdn(const ref::GdnInputs& in) override {
-    LayerDrift d;
-    auto out = mr_.run_gdn(in, &d);
-    if (drifts_) drifts_->push_back(std::move(d));
-    return out;
+  void start(int layers) override {
+    if (backends_.size() < static_cast<std::size_t>(layers))
+      throw std::invalid_argument("mode_stream: " + std::to_string(layers) + " layers need as many decode backends, got " +
+                                  std::to_string(backends_.size()));
+    streams_.clear();
+    for (int l = 0; l < layers; ++l) streams_.emplace_back(*backends_[static_cast<std::size_t>(l)], mode_);
+    if (drifts_) drifts_->assign(static_cast<std::size_t>(layers), LayerDrift{});
   }
-  ref::LayerOutputs run_mamba2(const ref::Mamba2Inputs& in) override {
-    LayerDrift d;
-    auto out = mr_.run_mamba2(in, &d);
-    if (drifts_) drifts_->push_back(std::move(d));
-    return out;
+  ref::LayerOutputs gdn_chunk(int layer, const ref::GdnInputs& in) override {
+    return streams_.at(static_cast<std::size_t>(layer)).gdn(in, drift(layer));
+  }
+  ref::LayerOutputs mamba2_chunk(int layer, const ref::Mamba2Inputs& in) override {
+    return streams_.at(static_cast<std::size_t>(layer)).mamba2(in, drift(layer));
   }
 
  private:
-  ModeRecurrence mr_;
+  LayerDrift* drift(int layer) { return drifts_ ? &(*drifts_)[static_cast<std::size_t>(layer)] : nullptr; }
+  std::vector<emu::DecodeBackend*> backends_;
   emu::Mode mode_;
   std::vector<LayerDrift>* drifts_;
+  std::vector<ModeLayerStream> streams_;
 };
 
-std::vector<double> flatten(const runtime::Mat& m) {
-  return std::vector<double>(m.data(), m.data() + m.size());  // row-major [T][256]
-}
+// A recurrence and the forward stream that runs it (the stream keeps a reference to the recurrence).
+template <class Recurrence>
+class LogpStream : public ModelEvaluator::Stream {
+ public:
+  template <class... Args>
+  LogpStream(const runtime::TinyModel& m, int threads, Args&&... args)
+      : rec_(std::forward<Args>(args)...), fwd_(m, rec_, runtime::ForwardOptions{threads}) {}
+  std::vector<double> next(const std::uint8_t* tokens, std::size_t n) override {
+    const runtime::Mat lp = fwd_.next(tokens, n);
+    return std::vector<double>(lp.data(), lp.data() + lp.size());  // row-major [n][256]
+  }
 
-std::vector<std::uint8_t> inputs_of(const TextSlice& text) {
-  return std::vector<std::uint8_t>(text.bytes.begin(), text.bytes.begin() + text.tokens);
-}
+ private:
+  Recurrence rec_;
+  runtime::ForwardStream fwd_;
+};
 
 }  // namespace
 
@@ -71,23 +82,14 @@ std::pair<int, int> ModelEvaluator::state_shape() const {
   return c.is_gdn() ? std::pair<int, int>{c.V, c.K} : std::pair<int, int>{c.P, c.N};
 }
 
-std::vector<double> ModelEvaluator::reference_logp(const TextSlice& text) {
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  runtime::ReferenceBackend be(threads);
-  runtime::ForwardOptions opt;
-  opt.threads = threads;
-  impl_->layer0 = runtime::FirstLayerCache{};
-  opt.fill_layer0 = &impl_->layer0;
-  return flatten(runtime::teacher_force(impl_->model, inputs_of(text), be, opt).logprobs);
+std::unique_ptr<ModelEvaluator::Stream> ModelEvaluator::reference_stream(int threads) const {
+  return std::make_unique<LogpStream<runtime::ReferenceBackend>>(impl_->model, threads, threads);
 }
 
-std::vector<double> ModelEvaluator::mode_logp(const TextSlice& text, emu::DecodeBackend& backend,
-                                              const emu::Mode& mode, std::vector<LayerDrift>* drifts) {
-  if (drifts) drifts->clear();
-  ModeBackend be(backend, mode, drifts);
-  runtime::ForwardOptions opt;
-  opt.use_layer0 = &impl_->layer0;  // used only when filled for exactly these tokens
-  return flatten(runtime::teacher_force(impl_->model, inputs_of(text), be, opt).logprobs);
+std::unique_ptr<ModelEvaluator::Stream> ModelEvaluator::mode_stream(const std::vector<emu::DecodeBackend*>& layer_backends,
+                                                                    const emu::Mode& mode,
+                                                                    std::vector<LayerDrift>* drifts) const {
+  return std::make_unique<LogpStream<ModeLayers>>(impl_->model, 1, layer_backends, mode, drifts);
 }
 
 }  // namespace replayssm::sweep

@@ -32,46 +32,66 @@ double bytes_per_state_element(formats::FormatId format, formats::Scaling scalin
   return static_cast<double>(formats::bytes_per_state(format, V, K, scaling)) / (static_cast<double>(V) * K);
 }
 
-RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSlice& text,
-                       const std::vector<double>& logp_ref, emu::DecodeBackend& backend,
-                       const std::vector<std::int64_t>& edges) {
+namespace {
+
+// Per-position metrics and layer drifts of a run over positions [0, valid), `chunk` positions at a time; positions
+// from valid on stay NaN. Throws Diverged (positions counted from the text's start) when the mode blows up.
+void stream_run(const RunSpec& spec, const ModelEvaluator& model, const TextSlice& text, const ReferenceRows& reference,
+                const std::vector<emu::DecodeBackend*>& layer_backends, int valid, int chunk, PositionMetrics& m,
+                std::vector<LayerDrift>& drifts) {
+  const auto stream = model.mode_stream(layer_backends, spec.mode, &drifts);
+  for (int t0 = 0; t0 < valid; t0 += chunk) {
+    const int n = std::min(chunk, valid - t0);
+    const std::uint8_t* tokens = text.bytes.data() + t0;
+    const std::vector<double> logp = stream->next(tokens, static_cast<std::size_t>(n));
+    const std::vector<double> logp_ref = reference(t0, static_cast<std::size_t>(n));
+    const std::vector<std::uint8_t> targets(tokens + 1, tokens + 1 + n);
+    const PositionMetrics c = compare_distributions(logp_ref, logp, targets, n, 256);
+    std::copy(c.kl.begin(), c.kl.end(), m.kl.begin() + t0);
+    std::copy(c.nll.begin(), c.nll.end(), m.nll.begin() + t0);
+    std::copy(c.top1.begin(), c.top1.end(), m.top1.begin() + t0);
+  }
+}
+
+}  // namespace
+
+RunResult evaluate_run(const RunSpec& spec, const ModelEvaluator& model, const TextSlice& text,
+                       const ReferenceRows& reference, const std::vector<emu::DecodeBackend*>& layer_backends,
+                       const std::vector<std::int64_t>& edges, int chunk) {
+  if (chunk < 1) throw std::invalid_argument("evaluate_run: chunk must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const int T = text.tokens;
+  const auto fresh = [&] {
+    PositionMetrics m;
+    m.kl.assign(static_cast<std::size_t>(T), nan);
+    m.nll.assign(static_cast<std::size_t>(T), nan);
+    m.top1.assign(static_cast<std::size_t>(T), nan);
+    return m;
+  };
   std::vector<LayerDrift> drifts;
+  PositionMetrics m = fresh();
   // A mode whose state blows up is a result: keep what it produced before the first non-finite output (the model is
   // causal, so a run over that prefix gives exactly those positions) and mark every later position NaN.
-  const int T = text.tokens;
-  int valid = T;
   std::int64_t diverged_at = -1;
-  std::vector<double> logp;
   try {
-    logp = model.mode_logp(text, backend, spec.mode, &drifts);
+    stream_run(spec, model, text, reference, layer_backends, T, chunk, m, drifts);
   } catch (const Diverged& d) {
     diverged_at = d.position;
-    valid = static_cast<int>(d.position);
+    const int valid = static_cast<int>(d.position);
     drifts.clear();
-    if (valid > 0) {
-      TextSlice prefix = text;
-      prefix.tokens = valid;
-      prefix.bytes.resize(static_cast<std::size_t>(valid) + 1);
-      logp = model.mode_logp(prefix, backend, spec.mode, &drifts);
-    }
+    m = fresh();
+    if (valid > 0) stream_run(spec, model, text, reference, layer_backends, valid, chunk, m, drifts);
   }
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<std::uint8_t> targets(text.bytes.begin() + 1, text.bytes.end());
-  PositionMetrics m;
-  if (valid > 0) m = compare_distributions(logp_ref, logp, targets, valid, 256);
-  m.kl.resize(static_cast<std::size_t>(T), nan);
-  m.nll.resize(static_cast<std::size_t>(T), nan);
-  m.top1.resize(static_cast<std::size_t>(T), nan);
   RunResult r;
   r.id = spec.id;
   r.index = spec.index;
-  r.kl = m.kl;
-  r.nll = m.nll;
-  r.top1 = m.top1;
-  r.kl_binned = binned_stats(m.kl, edges);
-  r.flip_rate_binned = binned_flip_rate(m.top1, edges);
-  r.first_flip = first_flip(m.top1);
+  r.kl = std::move(m.kl);
+  r.nll = std::move(m.nll);
+  r.top1 = std::move(m.top1);
+  r.kl_binned = binned_stats(r.kl, edges);
+  r.flip_rate_binned = binned_flip_rate(r.top1, edges);
+  r.first_flip = first_flip(r.top1);
   const auto [V, K] = model.state_shape();
   r.bytes_per_element = bytes_per_state_element(spec.mode.format, spec.mode.scaling, V, K);
   r.capacity_vs_fp32 = 4.0 / r.bytes_per_element;

@@ -2,6 +2,7 @@
 // Evaluating one model on one text slice: the FP64 reference once, then any decode mode, each giving next-byte
 // log-probabilities for every position, plus per-layer drift of the mode's recurrences.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,11 +37,19 @@ class ModelEvaluator {
   int layers() const;
   // The per-head state of the SSM layers, [rows, cols]: GDN [V, K], Mamba-2 [P, N].
   std::pair<int, int> state_shape() const;
-  // [T][256] log-probs of the FP64 reference (T = slice.tokens).
-  std::vector<double> reference_logp(const TextSlice& text);
-  // [T][256] log-probs with every SSM layer's recurrence run by `backend` in `mode`; drifts[l] per layer.
-  std::vector<double> mode_logp(const TextSlice& text, emu::DecodeBackend& backend, const emu::Mode& mode,
-                                std::vector<LayerDrift>* drifts);
+  // Next-byte log-probs of consecutive chunks of one text: each next(tokens, n) gives [n][256] row-major, rows
+  // continuing where the previous call stopped (runtime::ForwardStream: bit for bit a whole-text run).
+  class Stream {
+   public:
+    virtual ~Stream() = default;
+    virtual std::vector<double> next(const std::uint8_t* tokens, std::size_t n) = 0;
+  };
+  // The FP64 reference (threads: the recurrence's and the projections').
+  std::unique_ptr<Stream> reference_stream(int threads) const;
+  // Every SSM layer's recurrence run by its own backend (layer_backends[l], at least layers() of them) in `mode`;
+  // drifts[l] per layer, grown chunk by chunk.
+  std::unique_ptr<Stream> mode_stream(const std::vector<emu::DecodeBackend*>& layer_backends, const emu::Mode& mode,
+                                      std::vector<LayerDrift>* drifts) const;
 
  private:
   struct Impl;
@@ -51,9 +60,17 @@ class ModelEvaluator {
 // Bytes per state element of a stored format at a head shape, scales included: bytes_per_state / (V K).
 double bytes_per_state_element(formats::FormatId format, formats::Scaling scaling, int V, int K);
 
-// One run: the mode's log-probs against the reference, all metrics binned. Deterministic.
-RunResult evaluate_run(const RunSpec& spec, ModelEvaluator& model, const TextSlice& text,
-                       const std::vector<double>& logp_ref, emu::DecodeBackend& backend,
-                       const std::vector<std::int64_t>& edges);
+// The FP64 reference's [n][256] log-probs of positions [first, first + n) (a reference cache file, or memory).
+using ReferenceRows = std::function<std::vector<double>(std::int64_t first, std::size_t n)>;
+
+// Positions per chunk of a sweep's teacher forcing: memory is proportional to it, results do not depend on it.
+inline constexpr int kDefaultChunk = 4096;
+
+// One run: the mode's log-probs against the reference, all metrics binned, computed `chunk` positions at a time
+// (memory: one chunk's activations plus O(T) per-position results). Deterministic, and the same bits whatever the
+// chunk. layer_backends: one decode backend per SSM layer (ModelEvaluator::mode_stream).
+RunResult evaluate_run(const RunSpec& spec, const ModelEvaluator& model, const TextSlice& text,
+                       const ReferenceRows& reference, const std::vector<emu::DecodeBackend*>& layer_backends,
+                       const std::vector<std::int64_t>& edges, int chunk = kDefaultChunk);
 
 }  // namespace replayssm::sweep

@@ -14,6 +14,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from pycheck import check, finish  # noqa: E402  (tests/pycheck.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_files import datasets, same  # noqa: E402  (tests/sweep/sweep_files.py)
 
 CLI = os.environ.get("REPLAYSSM_CLI") or sys.argv[1]
 OPTS = {"--tokens": "160", "--offset": "1000", "--formats": "fp32,fp8_e4m3:row,nvfp4",
@@ -32,41 +34,6 @@ BASE = args()
 
 def run(*args):
     return subprocess.run([CLI, *args], capture_output=True, text=True)
-
-
-def datasets(path):
-    out = {}
-    with h5py.File(path, "r") as f:
-        def visit(name, obj):
-            if isinstance(obj, h5py.Dataset):
-                out[name] = obj[...]
-        f.visititems(visit)
-        for k, v in f["config"].attrs.items():
-            out["config@" + k] = v
-        # The per-run numbers kept as attributes: merge and --resume must carry them too.
-        for name, g in f["runs"].items():
-            for k in ("first_flip", "bytes_per_element", "capacity_vs_fp32", "diverged_at"):
-                out[f"runs/{name}@{k}"] = g.attrs.get(k)
-    return out
-
-
-def same(a, b):
-    if a.keys() != b.keys():
-        return False
-    for k in a:
-        x, y = a[k], b[k]
-        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-            if x.shape != y.shape or x.tobytes() != y.tobytes():
-                print("  differs:", k)
-                return False
-        elif isinstance(x, np.ndarray):
-            if x.shape != y.shape or not (x == y).all():
-                print("  differs:", k)
-                return False
-        elif x != y:
-            print("  differs:", k)
-            return False
-    return True
 
 
 with tempfile.TemporaryDirectory() as tmp:
