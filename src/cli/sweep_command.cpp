@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/default_inputs.h"
 #include "cli/sweep_progress.h"
 #include "cli/sweep_tree.h"
 #include "cli/sweep_table.h"
@@ -28,11 +29,6 @@
 namespace replayssm::cli {
 namespace {
 namespace fs = std::filesystem;
-
-std::string data_dir() {
-  if (const char* d = std::getenv("REPLAYSSM_DATASETS")) return d;
-  return REPLAYSSM_SOURCE_DIR "/datasets";
-}
 
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 // Peak memory of a model sweep (streaming: a chunk of positions at a time), calibrated on measured sweeps (8192
@@ -82,14 +78,6 @@ void add_options(po::options_description& d) {
      "stays the sweep's (`replayssm gate --require` for a failing status and the verdict file)")
     ("quiet,q", po::bool_switch(), "no progress output");
 }
-
-std::vector<std::string> default_models() {
-  std::vector<std::string> out;
-  for (const char* n : {"tiny_gdn.h5", "tiny_mamba2.h5"}) out.push_back(data_dir() + "/models/" + n);
-  return out;
-}
-
-std::string default_text() { return data_dir() + "/pg19/test/10146.txt"; }
 
 std::string policy_arg(std::string s) {
   std::replace(s.begin(), s.end(), '-', '_');

@@ -2,7 +2,8 @@
 """`replayssm sweep` streaming and its FP64 reference cache end to end: results do not depend on --chunk (bit for
 bit); --reference-cache computes each model's reference once and reuses it (also across shards, whose merge equals
 the unsharded run); a cache file of other inputs or shapes is refused (one line naming the file and the field,
-exit 2); without the option no reference file outlives the sweep."""
+exit 2); without the option no reference file outlives the sweep; `replayssm reference-cache` fills a directory that
+sweeps then only reuse."""
 import os
 import re
 import shutil
@@ -76,6 +77,23 @@ with tempfile.TemporaryDirectory() as tmp:
                        text=True)
     check(m.returncode == 0 and same(whole, datasets(out("merged.h5"))),
           f"merged shards equal the unsharded run: {m.stderr.strip()}")
+
+    # `replayssm reference-cache` fills a directory before the shards start: the sweep then only reuses it.
+    filled = out("filled")
+    pre = subprocess.run([CLI, "reference-cache", "--dir", filled, "--tokens", "150", "--offset", "3000", "--chunk",
+                          "40"], capture_output=True, text=True)
+    pre_files = reference_lines(pre.stdout, "computed")
+    check(pre.returncode == 0 and len(pre_files) == 2, f"reference-cache computes both models: {pre.stdout}{pre.stderr}")
+    r = run("--out", out("filled.h5"), "--reference-cache", filled)
+    check(r.returncode == 0 and sorted(reference_lines(r.stderr, "reused")) == sorted(pre_files)
+          and not reference_lines(r.stderr, "computed") and same(whole, datasets(out("filled.h5"))),
+          f"a sweep on the filled directory reuses both and gives the same results: {r.stderr.strip()[-300:]}")
+    again = subprocess.run([CLI, "reference-cache", "--dir", filled, "--tokens", "150", "--offset", "3000"],
+                           capture_output=True, text=True)
+    check(again.returncode == 0 and sorted(reference_lines(again.stdout, "reused")) == sorted(pre_files),
+          "reference-cache on a filled directory reuses its files")
+    bad = subprocess.run([CLI, "reference-cache", "--tokens", "150"], capture_output=True, text=True)
+    check(bad.returncode == 2 and "--dir" in bad.stderr, "reference-cache without --dir: exit 2 naming --dir")
 
     # A file under the right name with other contents is refused: one line naming the file and the field, exit 2.
     def refused(label, tamper, field):
