@@ -50,7 +50,7 @@ PlanOverride parse_plan_override(const std::string& s) {
     const auto eq = item.find('=');
     if (item.empty() || eq == std::string::npos)
       throw std::invalid_argument("plan: '" + item + "': expected key=value (keys: kernel, layout, heads, slices, hint, "
-                                  "records, dots, pdl)");
+                                  "records, dots, pdl, step)");
     const std::string key = trim(item.substr(0, eq)), v = trim(item.substr(eq + 1));
     if (key == "kernel") {
       if (v != "auto" && v != "reference") throw std::invalid_argument("plan: kernel=" + v + ": expected auto|reference");
@@ -82,9 +82,15 @@ PlanOverride parse_plan_override(const std::string& s) {
     } else if (key == "pdl") {
       if (v != "auto" && v != "off") throw std::invalid_argument("plan: pdl=" + v + ": expected auto|off");
       o.no_pdl = v == "off";
+    } else if (key == "step") {
+      using S = PlanOverride::Step;
+      if (v == "auto") o.step = S::automatic;
+      else if (v == "head") o.step = S::head;
+      else if (v == "slice") o.step = S::slice;
+      else throw std::invalid_argument("plan: step=" + v + ": expected auto|head|slice");
     } else {
       throw std::invalid_argument("plan: unknown key '" + key +
-                                  "' (keys: kernel, layout, heads, slices, hint, records, dots, pdl)");
+                                  "' (keys: kernel, layout, heads, slices, hint, records, dots, pdl, step)");
     }
   }
   o.text = to_string(o);
@@ -103,6 +109,8 @@ std::string to_string(const PlanOverride& o) {
   if (o.generic_records) w.push_back("records=generic");
   if (o.tc_dots) w.push_back("dots=tc");
   if (o.no_pdl) w.push_back("pdl=off");
+  if (o.step != PlanOverride::Step::automatic)
+    w.push_back(o.step == PlanOverride::Step::head ? "step=head" : "step=slice");
   std::string s;
   for (const auto& x : w) s += (s.empty() ? "" : ",") + x;
   return s;
@@ -144,7 +152,7 @@ const char* layout_name(Layout l) {
   return k[int(l)];
 }
 const char* hot_name(Hot h) {
-  static const char* const k[] = {"none", "head", "group", "head_step", "group_verify"};
+  static const char* const k[] = {"none", "head", "group", "head_step", "group_verify", "slice_step"};
   return k[int(h)];
 }
 const char* flush_name(Flush f) {
@@ -222,6 +230,10 @@ int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms) {
   int fs = static_cast<int>(std::min<long long>(nsplit, (slices + slots - 1) / slots));
   while (fs < nsplit && flushing_seqs * H * ((nsplit + fs - 1) / fs) > slots) ++fs;  // the fewest CTAs that fit
   return fs;
+}
+
+bool slice_step_rule(int B, int H, int sms) {
+  return static_cast<long long>(B) * H < static_cast<long long>(kSliceStepHeadsPerSm) * sms;
 }
 
 int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit,
@@ -318,8 +330,14 @@ LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& 
                : fold == 1         ? Flush::fold_shared
                : fold == 2         ? Flush::fold_split
                                    : Flush::generic;
+  // The FP32 step kernel with a CTA per row group (split layout only: the fused grid's step rows are whole heads).
+  using Step = PlanOverride::Step;
+  const bool slice = plan.hot == Hot::head_step && bits == 32 && nsplit > 1 && o.layout != PlanOverride::Layout::fused &&
+                     (o.step == Step::slice || (o.step == Step::automatic && slice_step_rule(p.B, p.H, dev.sms)));
+  if (slice) plan.hot = Hot::slice_step;
   // The FP32 step and its folded flush in one grid, with whole-head flush items (the default wherever it applies).
-  if (bits == 32 && fold > 0 && step_kernel && plan.flush_slices == nsplit && o.layout != PlanOverride::Layout::split) {
+  if (bits == 32 && fold > 0 && step_kernel && !slice && plan.flush_slices == nsplit &&
+      o.layout != PlanOverride::Layout::split) {
     plan.layout = Layout::fused;
     plan.fused_rows = static_cast<int>(seqs);
     plan.fused_stride = fused_stride_rule(p.B, plan.fused_rows, kFusedSpread);

@@ -17,6 +17,7 @@
 //   records=auto|generic        head_step_kernel's fixed-records instantiation where it applies, or never
 //   dots=exact|tc               tc: the row dots on the tensor cores (opt-in; not the emulation's bits)
 //   pdl=auto|off                programmatic dependent launch of the split layout's non-flush kernel
+//   step=auto|head|slice        the FP32 step kernel's CTA: a whole head, or one 32-row group of a head
 // Results are bit-identical under every override except dots=tc.
 #include <cstdint>
 #include <string>
@@ -40,6 +41,7 @@ struct PlanOverride {
   bool generic_records = false;
   bool tc_dots = false;
   bool no_pdl = false;
+  enum class Step : std::uint8_t { automatic, head, slice } step = Step::automatic;
   std::string text;    // the canonical form (to_string), recorded in outputs
 };
 inline constexpr int kWholeHead = 1 << 20;
@@ -96,8 +98,9 @@ struct Device {
 enum class Engine : std::uint8_t { reference, tuned };
 enum class Layout : std::uint8_t { none, conventional, combined, split, fused };
 // The split layout's non-flush kernel: replay_hot_kernel per head (head) or per group (group), head_step_kernel (the
-// one-token step at the real dims), group_verify_kernel (the FP32 grouped verify of 2..8 drafts at the real dims).
-enum class Hot : std::uint8_t { none, head, group, head_step, group_verify };
+// one-token step at the real dims; slice_step: its FP32 form with a CTA per 32-row group), group_verify_kernel (the
+// FP32 grouped verify of 2..8 drafts at the real dims).
+enum class Hot : std::uint8_t { none, head, group, head_step, group_verify, slice_step };
 // The split layout's flush kernel: replay_flush_kernel, generic or with the policy folded (shared / split).
 enum class Flush : std::uint8_t { none, generic, fold_shared, fold_split };
 
@@ -147,6 +150,10 @@ inline constexpr int kFlushCtasPerSm = 4;
 int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms);
 // One op's slices: 1 unless every flush is a lean step flush (V % 4 == 0, not u=recompute) and none is early.
 int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit, int sms);
+// The FP32 step kernel's CTA (split layout): one 32-row group of a head while the per-head grid leaves SMs waiting on
+// a chain of row groups, i.e. while B H < kSliceStepHeadsPerSm SMs; else a whole head (the tables built once).
+inline constexpr int kSliceStepHeadsPerSm = 4;
+bool slice_step_rule(int B, int H, int sms);
 // head_step_kernel's fixed-records instantiation: a step's window holds min(L - 1, cap) records.
 inline constexpr int kStepFixedRecords = 15;
 inline bool step_fixed_applies(int L, int cap, bool on) {

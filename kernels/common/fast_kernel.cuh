@@ -194,15 +194,17 @@ __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS) replay_hot_ker
 // as constants and the window's records by bulk copies. kForm: 1 the exact row dots (several row groups' trees reduced
 // together, GDN's window chains fused); 2 GDN's 8-bit row dots on the tensor cores (not the emulation's bits). kNR:
 // kStepFixedRecords where the window holds that many records (LaunchPlan::fixed_records), so that the shared-memory
-// layout folds, else 0.
-template <class C, bool kGdn, int kForm, int kNR>
+// layout folds, else 0. kSlice: a CTA per 32-row group of a head (grid x = H nsplit; replay_head's kSlice).
+template <class C, bool kGdn, int kForm, int kNR, bool kSlice = false>
 __global__ void __launch_bounds__(kThreads, REPLAYSSM_HOT_BOUNDS_STEP) head_step_kernel(const __grid_constant__ KParams p) {
   extern __shared__ __align__(16) float sm[];
   __shared__ __align__(8) std::uint64_t bar[2];  // the bulk copies: the window's records, the 8-bit checkpoint
+  constexpr int kNs = (kRealV<kGdn> + kRows - 1) / kRows;
   const int b = blockIdx.y;
   if (!cta_flushes(p, b)) {
-    const Cta cta{b, int(blockIdx.x), 0, (kRealV<kGdn> + kRows - 1) / kRows};
-    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true, kForm, kNR>(p, sm, cta, bar);
+    const int x = int(blockIdx.x);
+    const Cta cta{b, kSlice ? x / kNs : x, kSlice ? x % kNs : 0, kNs};
+    replay_head<C, kGdn, false, kRealK<kGdn>, kRealV<kGdn>, true, kForm, kNR, kSlice>(p, sm, cta, bar);
   }
   if (blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1) pdl_wait();
 }

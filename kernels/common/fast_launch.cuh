@@ -69,6 +69,10 @@ template <class C, bool kGdn, OpKind kKind>
 KernelFn hot_kernel(const LaunchPlan& plan, int T) {
   const bool real = plan.real_dims;
   if constexpr (kKind == OpKind::step && kStepCodes<C>) {
+    if constexpr (C::kBits == 32)
+      if (plan.hot == Hot::slice_step)
+        return plan.fixed_records ? head_step_kernel<C, kGdn, 1, kStepFixedRecords, true>
+                                  : head_step_kernel<C, kGdn, 1, 0, true>;
     if (plan.hot == Hot::head_step) {
       if constexpr (C::kBits == 8 && kGdn)
         if (plan.tc_dots)
@@ -164,7 +168,7 @@ int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
     if (r != 0) return r;
   }
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(p.H / p.group_heads), unsigned(p.B));
+  cfg.gridDim = dim3(unsigned(p.H / p.group_heads * (plan.hot == Hot::slice_step ? nsplit : 1)), unsigned(p.B));
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = hsm;
   cfg.stream = s;

@@ -92,12 +92,17 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // together (step_rows_rs), and GDN's u and output chains of a row in one thread (step_window_fused). 0: stage_row_dots
 // per row group and the separate u and output loops of 3b. 2: the tensor cores (fast_step_rows_tc.cuh).
 // kNR (kStep only): the window's record count in the layout (step_records) as a constant, 0: from p.
+// kSlice (kStep with FP32 codes only): the CTA computes the rows of group cta.sp alone (a grid of nsplit CTAs per
+// head, LaunchPlan::hot == slice_step). Each CTA stages the window and builds the tables (the same values, so the
+// same bits); its warps wait for one group of rows instead of a chain of refills, which is what a small batch needs:
+// a CTA per head leaves most SMs idle and each head's rows arrive two groups at a time.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false, int kFused = 0,
-          int kNR = 0>  // kHp: GDN replay_split u=hp
+          int kNR = 0, bool kSlice = false>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
   static_assert(!kStep || ((C::kBits == 8 || C::kBits == 32) && !kHp && kK > 0 && kV > 0),
                 "replay_head: kStep needs 8- or 32-bit codes at the real dims");
   static_assert(kFused == 0 || kStep, "replay_head: kFused is head_step_kernel's");
+  static_assert(!kSlice || (kStep && C::kBits == 32 && kFused == 1), "replay_head: kSlice is the FP32 step's");
   constexpr bool kRowSc = kStep && C::kBlock != 0;  // kStep with 8-bit codes: row scaling (FP32: none)
   constexpr bool kBulk = kRowSc;                     // the checkpoint by bulk copies (comment above)
   static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
@@ -107,6 +112,7 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   const int rr0 = warp * kRPW;
   const int K = kK > 0 ? kK : p.K, V = kV > 0 ? kV : p.V, K4 = K / 4, V4 = V / 4;
   const bool act = 4 * lane < K;
+  const int g0 = kSlice ? cta.sp : 0, g1 = kSlice ? cta.sp + 1 : nsplit;  // the CTA's row groups
   const int grp = group_of(p, h);
   const bool split = p.policy == emu::Policy::replay_split;
   const bool recompute = !kStep && kGdn && split && p.usource == emu::USource::recompute;
@@ -296,9 +302,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     cp_async_wait<0>();  // the window and every group
     if constexpr (kStep) mbar_wait0(bar);  // the records' bulk copies
   } else {
-    issue(0);
+    issue(g0);
     cp_async_commit();
-    issue(1);
+    if (!kSlice) issue(1);
     cp_async_commit();
     cp_async_wait<1>();  // the window and group 0
     if constexpr (kStep) mbar_wait0(bar);  // the records' bulk copies (init published by the barrier above)
@@ -340,8 +346,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   }
   __syncthreads();
 
-  // Per-head record fields of the appended tokens (this CTA is the head's only one here).
-  {
+  // Per-head record fields of the appended tokens (kSlice: the head's first CTA writes them).
+  if (!kSlice || g0 == 0) {
     float* wa = p.ra + std::size_t(hh) * p.cap;
     float* wb = p.rbeta + std::size_t(hh) * p.cap;
     float* wk = p.rk + std::size_t(hh) * p.cap * K;
@@ -369,15 +375,15 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       else rows(Any{}, Gen{}, sK + n * K);
     }
   } else {
-    for (int g = 0; g < nsplit; ++g) {
-      if (g > 0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
+    for (int g = g0; g < g1; ++g) {
+      if (g > g0) cp_async_wait<1>();  // group g landed (this thread's copies); the warp barrier shows the others'
       __syncwarp();
       const int hr = g * kRows + rr0;
       if (hr < V)
         stage_row_dots<C, kGdn, kHp>(p, ring + (g & 1) * SB, RB, oHP, oSC, nsc, K, lane, sQ, sK + n * K, nd, R,
                                      sDq0 + hr, sDk0 + hr);
       __syncwarp();  // every lane is done with stage g & 1 before it is refilled
-      issue(g + 2);
+      if (!kSlice) issue(g + 2);
       cp_async_commit();
     }
   }
@@ -391,9 +397,10 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* gw = p.rw + std::size_t(hh) * p.cap * V;
   if constexpr (kGdn && kFused != 0) {  // nd = 1, V <= kThreads
     static_assert(kV > 0 && kV <= kThreads, "replay_head: the fused window takes one thread per row");
-    if (tid < V)
-      step_window_fused(tid, n, sTot[0], sDq0[tid], sDk0[tid], sCU, sCO, sW, R, sB[n], sVt[tid],
-                        p.skip ? sSk + tid : nullptr, gw + std::size_t(n) * V, p.o + (bt(0) * p.H + h) * V);
+    const int r = g0 * kRows + tid;  // kSlice: the group's rows, one thread each
+    if (kSlice ? tid < kRows : tid < V)
+      step_window_fused(r, n, sTot[0], sDq0[r], sDk0[r], sCU, sCO, sW, R, sB[n], sVt[r],
+                        p.skip ? sSk + r : nullptr, gw + std::size_t(n) * V, p.o + (bt(0) * p.H + h) * V);
   } else {
     if constexpr (kGdn) {
       float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
@@ -409,7 +416,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       }
       __syncthreads();
     }
-    int t = 0, r = tid;  // this thread's (draft, row) pairs, tid + i kThreads = t V + r, without a division
+    // this thread's (draft, row) pairs, tid + i kThreads = t V + r, without a division (kSlice: one draft, the
+    // group's rows, r = V past them)
+    int t = 0, r = kSlice ? (tid < kRows ? g0 * kRows + tid : V) : tid;
     for (; r >= V && t < nd; r -= V) ++t;
     while (t < nd) {
       const int jn = n + t;

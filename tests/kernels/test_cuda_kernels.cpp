@@ -26,7 +26,8 @@ namespace {
 // every head of a group per CTA, the last claiming one flushing sequence where some flush, so that where several flush
 // (the step flushes of the small shape's two sequences; the [overflow] cases' two early flushes at the real head dims)
 // its flush CTAs stride through them. The [real-head] cases add two slices per flush CTA (a CTA's item starts at slice
-// 2, which whole heads never reach), head_step_kernel's generic instantiation, and the fused step grid (told of every
+// 2, which whole heads never reach), head_step_kernel's generic instantiation and its row-group form, and the fused
+// step grid (told of every
 // flushing sequence, and of one: one flush row strides through all).
 // REPLAYSSM_TEST_LAYOUT=<name> keeps one (compute-sanitizer jobs, where the tripled GPU work takes too long under a sanitizer; a
 // run with one layout covers only its kernel instantiations; tests that do not run that layout return before any
@@ -39,11 +40,14 @@ struct Layout {
 };
 const std::string kGroupPlan = "layout=split,hint=1," + kAllHeads;
 const Layout kLayouts[] = {{"combined", "layout=combined", false, false, false, 0},
-                           {"split", "layout=split,heads=1,slices=whole", true, false, false, kern::kWholeHead},
+                           {"split", "layout=split,heads=1,slices=whole,step=head", true, false, false, kern::kWholeHead},
                            {"group", kGroupPlan.c_str(), true, true, false, 0}};
 const Layout kSlicePairs{"split-pairs", "layout=split,heads=1,slices=2", true, false, false, 2};
-const Layout kSplitGeneric{"split-generic", "layout=split,heads=1,slices=whole,records=generic", true, false, false,
-                           kern::kWholeHead};
+const Layout kSplitGeneric{"split-generic", "layout=split,heads=1,slices=whole,records=generic,step=head", true,
+                           false, false, kern::kWholeHead};
+// The FP32 step kernel with a CTA per row group (LaunchPlan hot=slice_step), which the rule picks at small batch.
+const Layout kSplitSlice{"split-slice", "layout=split,heads=1,slices=whole,step=slice", true, false, false,
+                         kern::kWholeHead};
 const Layout kSplitFused{"split-fused", "layout=fused,heads=1,slices=whole", true, false, true, kern::kWholeHead};
 const Layout kSplitFusedHint1{"split-fused-hint1", "layout=fused,heads=1,slices=whole,hint=1", true, false, true,
                               kern::kWholeHead};
@@ -54,15 +58,17 @@ std::vector<Layout> layouts_to_test(bool pairs, bool generic = false) {
   if (pairs) all.push_back(kSlicePairs);  // the caller passes pairs only where it differs from whole heads
   if (generic) {
     all.push_back(kSplitGeneric);
+    all.push_back(kSplitSlice);
     all.push_back(kSplitFused);
     all.push_back(kSplitFusedHint1);
   }
   if (v.empty()) return all;
   for (const Layout& l : all)
     if (v == l.name) return {l};
-  for (const Layout* l : {&kSlicePairs, &kSplitGeneric, &kSplitFused, &kSplitFusedHint1})
+  for (const Layout* l : {&kSlicePairs, &kSplitGeneric, &kSplitSlice, &kSplitFused, &kSplitFusedHint1})
     if (v == l->name) return {};  // a test without that layout: nothing to run
-  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs, split-generic, split-fused or "
+  std::printf("REPLAYSSM_TEST_LAYOUT: expected combined, split, group, split-pairs, split-generic, split-slice, "
+              "split-fused or "
               "split-fused-hint1, got '%s'\n",
               v.c_str());
   std::exit(2);
@@ -121,6 +127,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   bool step_flushes = false;  // some case flushes in a step (not u=recompute, whose step flush is per slice)
   bool split_ran = false, step_kernel_ran = false, fixed_ran = false, generic_step_ran = false, generic_fixed = false;
   bool verify_kernel_ran = false, fold_ran = false, fused_ran = false, unforced_fused = false;
+  bool slice_ran = false, expect_slice = false;  // the FP32 step with a CTA per row group (kSplitSlice)
   bool expect_step_kernel = false, expect_generic_step = false, expect_verify_kernel = false;
   bool expect_flush_fold = false, expect_fused = false;
   const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);  // the real head dims
@@ -147,6 +154,9 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
             generic_step_ran = generic_step_ran || plan_has(be, "hot=head_step");
             generic_fixed = generic_fixed || plan_has(be, "records=fixed");
             expect_generic_step = expect_generic_step || expect;
+          } else if (std::string(lay.name) == kSplitSlice.name) {
+            slice_ran = slice_ran || plan_has(be, "hot=slice_step");
+            expect_slice = expect_slice || (expect && m.format == formats::FormatId::fp32);
           } else {
             step_kernel_ran = step_kernel_ran || plan_has(be, "hot=head_step");
             fixed_ran = fixed_ran || plan_has(be, "records=fixed");
@@ -202,6 +212,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   if (expect_step_kernel) REQUIRE(fixed_ran);  // in its fixed-records form (the cases' L = 16)
   if (expect_generic_step) REQUIRE(generic_step_ran);  // and in its generic form where the test forces it
   REQUIRE_FALSE(generic_fixed);
+  if (expect_slice) REQUIRE(slice_ran);  // the row-group form where the test forces it
   if (expect_verify_kernel) REQUIRE(verify_kernel_ran);  // the grouped FP32 verify's own kernel ran
   if (expect_flush_fold) REQUIRE(fold_ran);  // the folded step flush ran
   if (expect_fused) REQUIRE(fused_ran);  // the fused grid ran where the layout forces it

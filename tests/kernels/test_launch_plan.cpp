@@ -50,7 +50,7 @@ TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and 
   CHECK(none.text.empty());
   CHECK_FALSE(none.reference);
   const kern::PlanOverride o =
-      kern::parse_plan_override(" dots=tc , layout=split,heads=2,slices=whole,hint=1,records=generic,pdl=off");
+      kern::parse_plan_override(" dots=tc , layout=split,heads=2,slices=whole,hint=1,records=generic,pdl=off,step=slice");
   CHECK(o.layout == kern::PlanOverride::Layout::split);
   CHECK(o.heads == 2);
   CHECK(o.slices == kern::kWholeHead);
@@ -58,13 +58,14 @@ TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and 
   CHECK(o.generic_records);
   CHECK(o.tc_dots);
   CHECK(o.no_pdl);
-  CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off");
+  CHECK(o.step == kern::PlanOverride::Step::slice);
+  CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off,step=slice");
   CHECK(kern::parse_plan_override(o.text).text == o.text);  // the canonical text parses to itself
   CHECK(kern::parse_plan_override("kernel=reference").reference);
   CHECK(kern::parse_plan_override("hint=unknown").hint == kern::kUnknownHint);
   CHECK(kern::parse_plan_override("layout=split,layout=auto").layout == kern::PlanOverride::Layout::automatic);
   for (const char* bad : {"lean=3", "layout=fast", "heads=-1", "heads=x", "slices=1.5", "hint=0", "dots=fast",
-                          "records=fixed", "pdl=on", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
+                          "records=fixed", "pdl=on", "step=rows", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
     INFO(bad);
     CHECK_THROWS_AS(kern::parse_plan_override(bad), std::invalid_argument);
   }
@@ -87,13 +88,22 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
   // conventional decode: one kernel, every batch
   for (const int B : {1, 256})
     CHECK(plan(real_problem(Arch::gdn, Policy::conventional_shared, FormatId::fp32, B)).layout == Layout::conventional);
-  // FP32 ReplaySSM step: head_step_kernel in the split layout at every batch size, the fused grid where the flush
-  // items are whole heads; the combined grid only for the u=recompute step
+  // FP32 ReplaySSM step: head_step_kernel in the split layout at every batch size, with a CTA per row group while
+  // B H < 4 SMs, the fused grid where the flush items are whole heads; the combined grid only for the u=recompute step
   for (const int B : {1, 16, 64}) {
     const kern::LaunchPlan g = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, B));
     CHECK(g.layout == Layout::split);
-    CHECK(g.hot == Hot::head_step);
+    CHECK(g.hot == (B * 32 < 4 * 132 ? Hot::slice_step : Hot::head_step));
   }
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 1)).hot == Hot::slice_step);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 16)).hot == Hot::head_step);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 16), "step=head").hot == Hot::head_step);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 64), "step=slice").hot == Hot::slice_step);
+  // step=slice keeps the split layout where the fused grid (whole heads) would run; 8-bit steps keep whole heads
+  const kern::LaunchPlan s256 = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "step=slice");
+  CHECK(s256.layout == Layout::split);
+  CHECK(s256.hot == Hot::slice_step);
+  CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp8_e4m3, 1), "step=slice").hot == Hot::head_step);
   CHECK(plan(real_problem(Arch::gdn, Policy::replay_split, FormatId::fp32, 16, 0, emu::USource::recompute)).layout ==
         Layout::combined);
   const kern::LaunchPlan g256 = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256));
