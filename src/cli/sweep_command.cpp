@@ -60,7 +60,8 @@ void add_options(po::options_description& d) {
     ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
      "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
     ("reference-cache", po::value<std::string>(),
-     "directory of FP64 reference files keyed by model, text slice and tool version: reused when present, else "
+     "directory (created if missing) of FP64 reference files keyed by model, text slice and tool version: reused "
+     "when present, else "
      "computed and written there (default: a temporary file in <out>.runs/reference/, removed at the end)")
     ("out", po::value<std::string>()->default_value("results.h5"), "results file (written atomically)")
     ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
@@ -263,10 +264,12 @@ int run(const po::variables_map& cli) {
     inputs.push_back(text_path);
     h5::refuse_output_over_input(out_path, inputs);
   }
-  if (vm.count("reference-cache")) {
+  if (vm.count("reference-cache")) {  // created if missing, as `reference-cache --dir` does (shards share a new one)
+    const std::string dir = vm["reference-cache"].as<std::string>();
     std::error_code ec;
-    if (!fs::is_directory(vm["reference-cache"].as<std::string>(), ec))
-      throw UserError(vm["reference-cache"].as<std::string>() + ": --reference-cache is not a directory");
+    if (!dir.empty()) fs::create_directories(dir, ec);
+    if (!fs::is_directory(dir, ec))
+      throw UserError(dir + ": --reference-cache is not a directory and cannot be created");
   }
   const sweep::TextSlice text = sweep::load_text(text_path, offset, tokens);
   const h5::OutputLock out_lock(out_path);  // one sweep per --out; removes what a killed one left behind

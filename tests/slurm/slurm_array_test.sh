@@ -315,6 +315,10 @@ wait_jobs 120 "$recovery" "$merge2"
   fail "the recovery's merge ended $(job_state "$merge2") ($(log_tail "slurm-$merge2-merge.out"))"
 grep -q "resuming, [1-9]" "slurm-${recovery}_1.out" || fail "the recovered shard 1 did not resume its finished runs"
 pass "recovery (sweep_array.env + sbatch --array=1) resumed shard 1, merge job $merge2 completed"
+compgen -G "$WORK/out/reference/reference-*.h5" >/dev/null || fail "the shards wrote no reference cache in OUTDIR/reference"
+grep -q "reference: reused" "slurm-${recovery}_1.out" ||
+  fail "the recovered shard 1 did not reuse the shared FP64 reference ($(log_tail "slurm-${recovery}_1.out"))"
+pass "the shards share the FP64 reference through OUTDIR/reference; the recovered shard reused it"
 
 # 4. Merged == unsharded, bit for bit.
 wait "$ref_pid" || fail "the unsharded reference sweep failed: $(tail -n 3 "$WORK/ref.log")"
