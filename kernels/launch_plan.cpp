@@ -232,8 +232,8 @@ int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms) {
   return fs;
 }
 
-bool slice_step_rule(int B, int H, int sms) {
-  return static_cast<long long>(B) * H < static_cast<long long>(kSliceStepHeadsPerSm) * sms;
+bool slice_step_rule(int B, int H, int nsplit, int sms) {
+  return nsplit > 2 && static_cast<long long>(B) * H < static_cast<long long>(kSliceStepHeadsPerSm) * sms;
 }
 
 int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit,
@@ -333,7 +333,7 @@ LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& 
   // The FP32 step kernel with a CTA per row group (split layout only: the fused grid's step rows are whole heads).
   using Step = PlanOverride::Step;
   const bool slice = plan.hot == Hot::head_step && bits == 32 && nsplit > 1 && o.layout != PlanOverride::Layout::fused &&
-                     (o.step == Step::slice || (o.step == Step::automatic && slice_step_rule(p.B, p.H, dev.sms)));
+                     (o.step == Step::slice || (o.step == Step::automatic && slice_step_rule(p.B, p.H, nsplit, dev.sms)));
   if (slice) plan.hot = Hot::slice_step;
   // The FP32 step and its folded flush in one grid, with whole-head flush items (the default wherever it applies).
   if (bits == 32 && fold > 0 && step_kernel && !slice && plan.flush_slices == nsplit &&

@@ -88,14 +88,15 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
   // conventional decode: one kernel, every batch
   for (const int B : {1, 256})
     CHECK(plan(real_problem(Arch::gdn, Policy::conventional_shared, FormatId::fp32, B)).layout == Layout::conventional);
-  // FP32 ReplaySSM step: head_step_kernel in the split layout at every batch size, with a CTA per row group while
-  // B H < 4 SMs, the fused grid where the flush items are whole heads; the combined grid only for the u=recompute step
-  for (const int B : {1, 16, 64}) {
+  // FP32 ReplaySSM step: head_step_kernel in the split layout at every batch size, with a CTA per row group where a
+  // GDN head's four groups and B H < the SM count (B = 1, 4), the fused grid where the flush items are whole heads;
+  // the combined grid only for the u=recompute step
+  for (const int B : {1, 4, 8, 16, 64}) {
     const kern::LaunchPlan g = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, B));
     CHECK(g.layout == Layout::split);
-    CHECK(g.hot == (B * 32 < 4 * 132 ? Hot::slice_step : Hot::head_step));
+    CHECK(g.hot == (B * 32 < 132 ? Hot::slice_step : Hot::head_step));
   }
-  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 1)).hot == Hot::slice_step);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 1)).hot == Hot::head_step);
   CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 16)).hot == Hot::head_step);
   CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 16), "step=head").hot == Hot::head_step);
   CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 64), "step=slice").hot == Hot::slice_step);
