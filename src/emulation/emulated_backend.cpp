@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/blob.h"
 #include "emulation/decode_api.h"
 #include "emulation/flush_rule.h"
 #include "emulation/decode_math.h"
@@ -217,6 +218,38 @@ class EmulatedBackend final : public DecodeBackend {
     s = scales_;
   }
   long flushes() const override { return flushes_; }
+
+  // Scratch (work_, node_S_, the path and window buffers, prepared vectors) is rewritten before every read: only the
+  // buffers state_fields() names and the counters carry state from one call to the next.
+  void save(std::vector<std::uint8_t>& out) const override {
+    if (codes_.empty() && lay_.code_bytes == 0) throw std::logic_error("save: init() first");
+    BlobWriter w(out);
+    w.str(name());
+    save_dims_mode(w, d_, m_);
+    state_fields(*this, [&](const auto& v, const char*) { w.vec(v); });
+    w.vec(tree_);
+    w.pod(std::int64_t(pendingT_));
+    w.pod(std::int64_t(flushes_));
+  }
+
+  void load(const std::uint8_t* blob, std::size_t size) override {
+    if (codes_.empty() && lay_.code_bytes == 0) throw std::logic_error("load: init() with the blob's mode first");
+    BlobReader r(blob, size, "emulated backend checkpoint");
+    const std::string owner = r.str("backend");
+    if (owner != name()) r.fail("backend", "a " + owner + " backend's blob");
+    check_dims_mode(r, d_, m_);
+    EmulatedBackend next = *this;  // a blob that fails half way leaves this backend as it was
+    state_fields(next, [&](auto& v, const char* field) { r.vec_into(v, field); });
+    next.tree_ = r.vec<int>("pending tree");
+    const auto pendingT = r.pod<std::int64_t>("pending verify"), flushes = r.pod<std::int64_t>("flushes");
+    r.finish();
+    if (pendingT < 0 || pendingT > m_.max_drafts) r.fail("pending verify", "out of range");
+    for (int x : next.n_)
+      if (x < 0 || x > m_.capacity()) r.fail("record counts", "out of range");
+    next.pendingT_ = int(pendingT);
+    next.flushes_ = long(flushes);
+    *this = std::move(next);
+  }
 
  private:
   struct Tok {
@@ -461,6 +494,15 @@ class EmulatedBackend final : public DecodeBackend {
     if (m_.split()) std::copy(S.begin(), S.end(), hp(hh));
     encode_head(m_, S.data(), V, K, uint32_t(hh), tok, codes(hh), scales(hh), codes(hh), scales(hh));
     refresh_ckpt(hh);
+  }
+
+  // Every buffer that carries state between calls (sized by init(), so a load checks each length).
+  template <class Self, class Fn>
+  static void state_fields(Self& s, Fn&& fn) {
+    fn(s.codes_, "codes"), fn(s.scales_, "scales"), fn(s.snap_codes_, "snapshot codes");
+    fn(s.snap_scales_, "snapshot scales"), fn(s.hp_, "hp"), fn(s.ra_, "record a"), fn(s.rbeta_, "record beta");
+    fn(s.rk_, "record k"), fn(s.rw_, "record w"), fn(s.rv_, "record v"), fn(s.ck_, "decoded checkpoint");
+    fn(s.n_, "record counts"), fn(s.tok_, "token counters");
   }
 
   Dims d_;
