@@ -266,7 +266,9 @@ int run(const po::variables_map& cli) {
   for (const auto& m : models) max_layers = std::max(max_layers, m->layers());
   Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, max_layers, quiet);
   if (be.name == "cuda") jobs = 1;
-  if (be.name == "cuda" || tree) {  // checkpoints need the emulated backend's save/load and evaluate_run's chunks
+  // Tree rounds do not run through evaluate_run's chunks. CUDA runs keep none: a resumed CUDA sweep's bits have no
+  // device test (the backend's save/load alone has tests/kernels/test_cuda_checkpoint.cpp).
+  if (be.name == "cuda" || tree) {
     if (!vm["checkpoint-every"].defaulted() && checkpoint_every > 0)
       throw UserError(std::string("--checkpoint-every: ") +
                       (tree ? "tree sweeps" : "the cuda backend") +

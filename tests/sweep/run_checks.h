@@ -1,5 +1,5 @@
 #pragma once
-// What the streamed-run tests share: the tiny models, bit-for-bit comparisons of runs, and the FP64 reference held
+// What the streamed-run tests share: bit-for-bit comparisons of runs, and the FP64 reference held
 // in memory as evaluate_run reads it. Include after catch.hpp.
 #include <cstdint>
 #include <cstdlib>
@@ -7,17 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "source_paths.h"
 #include "sweep/sweep_runner.h"
 
-namespace replayssm::sweep::testing {
+namespace replayssm::testing {
 
-inline std::string src_dir() {
-  const char* s = std::getenv("REPLAYSSM_SOURCE_DIR");
-  return s ? s : ".";
-}
-inline std::string model_file(const std::string& arch) {
-  return src_dir() + "/datasets/models/tiny_" + arch + ".h5";
-}
+using sweep::ReferenceRows;
+using sweep::RunResult;
 
 // Equal bits, NaN included (operator== would call two NaN different).
 inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
@@ -46,4 +42,4 @@ inline ReferenceRows in_memory(const std::vector<double>& logp) {
   };
 }
 
-}  // namespace replayssm::sweep::testing
+}  // namespace replayssm::testing

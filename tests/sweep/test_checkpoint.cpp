@@ -19,63 +19,12 @@
 #include "sweep/metrics.h"
 #include "sweep/run_checkpoint.h"
 #include "sweep/sweep_runner.h"
+#include "backend_checkpoint_checks.h"
 #include "run_checks.h"
 
 using namespace replayssm;
 using namespace replayssm::sweep;
-using namespace replayssm::sweep::testing;
-
-namespace {
-
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
-// T tokens of random inputs in the backend's head-token form (k normalised so GDN stays stable).
-emu::TokenData tokens(const emu::Dims& d, int T, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f), decay(0.85f, 0.999f), beta(0.1f, 0.9f);
-  emu::TokenData t;
-  t.B = d.B, t.T = T;
-  const std::size_t bt = std::size_t(d.B) * T;
-  for (std::size_t i = 0; i < bt * d.H; ++i) t.a.push_back(decay(rng)), t.beta.push_back(beta(rng));
-  for (std::size_t i = 0; i < bt * d.H * d.V; ++i) t.v.push_back(u(rng)), t.skip.push_back(0.1f * u(rng));
-  for (std::size_t i = 0; i < bt * d.G; ++i) {
-    std::vector<float> k(std::size_t(d.K));
-    float n = 0.0f;
-    for (float& x : k) x = u(rng), n += x * x;
-    for (float& x : k) t.k.push_back(x / std::sqrt(n));
-    for (int c = 0; c < d.K; ++c) t.q.push_back(u(rng) / std::sqrt(float(d.K)));
-  }
-  return t;
-}
-
-// The next step of both backends on the same inputs: the same output bits.
-void step_both(emu::DecodeBackend& a, emu::DecodeBackend& b, const emu::Dims& d, std::mt19937& rng) {
-  const emu::TokenData t = tokens(d, 1, rng);
-  std::vector<float> oa(d.heads() * d.V), ob(oa.size());
-  a.step(t.view(), oa.data());
-  b.step(t.view(), ob.data());
-  REQUIRE(same_floats(oa, ob));
-}
-
-void check_same_state(emu::DecodeBackend& a, emu::DecodeBackend& b, const emu::Dims& d) {
-  std::vector<std::uint8_t> ca, sa, cb, sb;
-  a.stored(ca, sa);
-  b.stored(cb, sb);
-  CHECK(ca == cb);
-  CHECK(sa == sb);
-  std::vector<float> Sa(d.state_elems()), Sb(Sa.size());
-  a.state(Sa.data());
-  b.state(Sb.data());
-  CHECK(same_floats(Sa, Sb));
-  CHECK(a.flushes() == b.flushes());
-  std::vector<std::uint8_t> ba, bb;
-  a.save(ba);
-  b.save(bb);
-  CHECK(ba == bb);
-}
-
-}  // namespace
+using namespace replayssm::testing;
 
 TEST_CASE("backend checkpoints: a loaded backend continues bit for bit", "[checkpoint]") {
   struct Case {
@@ -103,40 +52,8 @@ TEST_CASE("backend checkpoints: a loaded backend continues bit for bit", "[check
   for (const Case& c : cases) {
     const emu::Mode m = emu::parse_mode(c.mode, c.arch);
     INFO(emu::arch_name(c.arch) << " " << c.mode);
-    for (const int cut : {5, 16, 23}) {  // mid-window, on a flush, past one
-      INFO("saved after " << cut << " steps");
-      std::mt19937 rng(1234);
-      auto a = emu::make_emulated_backend();
-      a->init(d, m, nullptr);
-      std::vector<float> o(d.heads() * d.V);
-      for (int s = 0; s < cut; ++s) a->step(tokens(d, 1, rng).view(), o.data());
-      std::vector<std::uint8_t> blob;
-      a->save(blob);
-      auto b = emu::make_emulated_backend();
-      b->init(d, m, nullptr);
-      b->load(blob.data(), blob.size());
-      check_same_state(*a, *b, d);
-      for (int s = 0; s < 40; ++s) step_both(*a, *b, d, rng);
-      check_same_state(*a, *b, d);
-
-      // A pending verify is state too: saved before accept, both accept alike.
-      const emu::TokenData t = tokens(d, 3, rng);
-      std::vector<float> oa(3 * d.heads() * d.V), ob(oa.size());
-      a->verify(t.view(), oa.data());
-      blob.clear();
-      a->save(blob);
-      auto c2 = emu::make_emulated_backend();
-      c2->init(d, m, nullptr);
-      c2->load(blob.data(), blob.size());
-      const int accepted[2] = {2, 3};
-      a->accept(accepted);
-      c2->accept(accepted);
-      b->verify(t.view(), ob.data());
-      b->accept(accepted);
-      CHECK(same_floats(oa, ob));
-      for (int s = 0; s < 9; ++s) step_both(*a, *c2, d, rng);
-      check_same_state(*a, *c2, d);
-    }
+    for (const int cut : {5, 16, 23})  // mid-window, on a flush, past one
+      check_backend_resume(emu::make_emulated_backend, d, m, cut);
   }
 }
 
@@ -148,7 +65,7 @@ TEST_CASE("backend checkpoints: a blob of another mode, shape or a damaged one i
   a->init(d, m, nullptr);
   std::mt19937 rng(5);
   std::vector<float> o(d.heads() * d.V);
-  for (int s = 0; s < 7; ++s) a->step(tokens(d, 1, rng).view(), o.data());
+  for (int s = 0; s < 7; ++s) a->step(random_tokens(d, 1, rng).view(), o.data());
   std::vector<std::uint8_t> blob;
   a->save(blob);
   for (const char* other : {"replay_split/bf16/u=hp", "replay_split/fp8_e4m3/row/u=recompute",
@@ -184,11 +101,11 @@ std::string temp_dir() {
 }  // namespace
 
 TEST_CASE("run checkpoints: evaluate_run resumed from its checkpoint gives the uninterrupted bits", "[checkpoint]") {
-  const TextSlice text = load_text(src_dir() + "/datasets/pg19/test/10146.txt", 1000, 70);
+  const TextSlice text = load_text(pg19_book_path(), 1000, 70);
   const auto edges = power_of_two_edges(text.tokens);
   const std::string dir = temp_dir();
   for (const std::string arch : {"gdn", "mamba2"}) {
-    const ModelEvaluator model(model_file(arch));
+    const ModelEvaluator model(tiny_model_path(arch));
     const std::vector<double> logp_ref = model.reference_stream(1)->next(text.bytes.data(), std::size_t(text.tokens));
     std::vector<std::unique_ptr<emu::DecodeBackend>> owned;
     std::vector<emu::DecodeBackend*> layers;
