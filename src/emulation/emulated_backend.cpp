@@ -4,8 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/blob.h"
 #include "emulation/decode_api.h"
+#include "emulation/emulated_state.h"
 #include "emulation/flush_rule.h"
 #include "emulation/decode_math.h"
 #include "emulation/fast_dot.h"
@@ -13,7 +13,7 @@
 namespace replayssm::emu {
 namespace {
 
-class EmulatedBackend final : public DecodeBackend {
+class EmulatedBackend final : public DecodeBackend, private EmulatedState {
  public:
   std::string name() const override { return "emulated"; }
   std::string device() const override { return "cpu (emulated)"; }
@@ -219,37 +219,10 @@ class EmulatedBackend final : public DecodeBackend {
   }
   long flushes() const override { return flushes_; }
 
-  // Scratch (work_, node_S_, the path and window buffers, prepared vectors) is rewritten before every read: only the
-  // buffers state_fields() names and the counters carry state from one call to the next.
-  void save(std::vector<std::uint8_t>& out) const override {
-    if (codes_.empty() && lay_.code_bytes == 0) throw std::logic_error("save: init() first");
-    BlobWriter w(out);
-    w.str(name());
-    save_dims_mode(w, d_, m_);
-    state_fields(*this, [&](const auto& v, const char*) { w.vec(v); });
-    w.vec(tree_);
-    w.pod(std::int64_t(pendingT_));
-    w.pod(std::int64_t(flushes_));
-  }
-
-  void load(const std::uint8_t* blob, std::size_t size) override {
-    if (codes_.empty() && lay_.code_bytes == 0) throw std::logic_error("load: init() with the blob's mode first");
-    BlobReader r(blob, size, "emulated backend checkpoint");
-    const std::string owner = r.str("backend");
-    if (owner != name()) r.fail("backend", "a " + owner + " backend's blob");
-    check_dims_mode(r, d_, m_);
-    EmulatedBackend next = *this;  // a blob that fails half way leaves this backend as it was
-    state_fields(next, [&](auto& v, const char* field) { r.vec_into(v, field); });
-    next.tree_ = r.vec<int>("pending tree");
-    const auto pendingT = r.pod<std::int64_t>("pending verify"), flushes = r.pod<std::int64_t>("flushes");
-    r.finish();
-    if (pendingT < 0 || pendingT > m_.max_drafts) r.fail("pending verify", "out of range");
-    for (int x : next.n_)
-      if (x < 0 || x > m_.capacity()) r.fail("record counts", "out of range");
-    next.pendingT_ = int(pendingT);
-    next.flushes_ = long(flushes);
-    *this = std::move(next);
-  }
+  // Scratch (work_, node_S_, the path and window buffers, prepared vectors) is rewritten before every read: the
+  // EmulatedState members carry everything else.
+  void save(std::vector<std::uint8_t>& out) const override { save_state(out, name()); }
+  void load(const std::uint8_t* blob, std::size_t size) override { load_state(blob, size, name()); }
 
  private:
   struct Tok {
@@ -496,33 +469,14 @@ class EmulatedBackend final : public DecodeBackend {
     refresh_ckpt(hh);
   }
 
-  // Every buffer that carries state between calls (sized by init(), so a load checks each length).
-  template <class Self, class Fn>
-  static void state_fields(Self& s, Fn&& fn) {
-    fn(s.codes_, "codes"), fn(s.scales_, "scales"), fn(s.snap_codes_, "snapshot codes");
-    fn(s.snap_scales_, "snapshot scales"), fn(s.hp_, "hp"), fn(s.ra_, "record a"), fn(s.rbeta_, "record beta");
-    fn(s.rk_, "record k"), fn(s.rw_, "record w"), fn(s.rv_, "record v"), fn(s.ck_, "decoded checkpoint");
-    fn(s.n_, "record counts"), fn(s.tok_, "token counters");
-  }
-
-  Dims d_;
-  Mode m_;
-  StoreLayout lay_;
-  std::vector<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
-  std::vector<float> hp_, ra_, rbeta_, rk_, rw_, rv_;
-  std::vector<float> ck_;                      // replay: the decoded output checkpoint of every head
   std::vector<float> work_;                    // one head state of scratch (conventional chain, flush)
   std::vector<float> node_S_;                  // conventional tree verify: the FP32 state of every node of one head
   std::vector<float> pa_, pk_, pw_;            // replay tree verify: window + one root path's records (a, k, w)
-  std::vector<int> tree_;                      // the pending tree verify's parents (empty: none, or a chain's)
   std::vector<float> win_G_, win_d_, win_c_;   // window decays, dots and coefficients (capacity + 1)
   std::vector<float> row_x_, row_y_;           // per-row values of one head ([V])
   DotFn dot_ = canonical_dot_fn();
   PreparedDot pdot_ = canonical_dot_prepared_fns();  // one vector against many rows
   std::vector<float> prep_k_, prep_q_;                // k_t / q_t arranged for pdot_ ([K])
-  std::vector<int> n_, tok_;
-  int pendingT_ = 0;
-  long flushes_ = 0;
 };
 
 }  // namespace
