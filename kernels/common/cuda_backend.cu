@@ -5,10 +5,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/blob.h"
 #include "emulation/device_backend.h"
 #include "emulation/flush_rule.h"
 #include "kernels/common/decode_kernel.h"
@@ -22,6 +26,7 @@ void ck(cudaError_t e, const char* what) {
 
 template <class T>
 struct DevBuf {
+  using value_type = T;
   T* p = nullptr;
   std::size_t n = 0;
   DevBuf() = default;
@@ -196,6 +201,53 @@ class CudaBackend final : public emu::DecodeBackend {
     tree_.clear();
   }
 
+  // Checkpoints: the device stores and records this mode uses, copied through the host, and the host counters.
+  // Input, output and tree scratch buffers are rewritten by every launch that reads them.
+  void save(std::vector<std::uint8_t>& out) const override {
+    if (!inited_) throw std::logic_error("save: init() first");
+    BlobWriter w(out);
+    w.str(name());
+    emu::save_dims_mode(w, d_, m_);
+    state_buffers(*this, [&](const auto& buf, const char*) {
+      std::vector<typename std::decay_t<decltype(buf)>::value_type> host(buf.n);
+      buf.download(host.data(), host.size());
+      w.vec(host);
+    });
+    w.vec(n_);
+    w.vec(tok_);
+    w.vec(tree_);
+    w.pod(std::int64_t(pendingT_));
+    w.pod(std::int64_t(flushes_));
+  }
+
+  void load(const std::uint8_t* blob, std::size_t size) override {
+    if (!inited_) throw std::logic_error("load: init() with the blob's mode first");
+    BlobReader r(blob, size, "cuda backend checkpoint");
+    const std::string owner = r.str("backend");
+    if (owner != name()) r.fail("backend", "a " + owner + " backend's blob");
+    emu::check_dims_mode(r, d_, m_);
+    // Everything is read and checked before the first upload: a blob that fails half way changes nothing.
+    std::vector<std::function<void()>> uploads;
+    state_buffers(*this, [&](auto& buf, const char* field) {
+      auto host = std::make_shared<std::vector<typename std::decay_t<decltype(buf)>::value_type>>(buf.n);
+      r.vec_into(*host, field);
+      uploads.push_back([&buf, host] { buf.upload(host->data(), host->size()); });
+    });
+    std::vector<int> n = n_, tok = tok_;
+    r.vec_into(n, "record counts");
+    r.vec_into(tok, "token counters");
+    std::vector<int> tree = r.vec<int>("pending tree");
+    const auto pendingT = r.pod<std::int64_t>("pending verify"), flushes = r.pod<std::int64_t>("flushes");
+    r.finish();
+    if (pendingT < 0 || pendingT > m_.max_drafts) r.fail("pending verify", "out of range");
+    for (int x : n)
+      if (x < 0 || x > m_.capacity()) r.fail("record counts", "out of range");
+    for (auto& u : uploads) u();
+    n_ = std::move(n), tok_ = std::move(tok), tree_ = std::move(tree);
+    pendingT_ = int(pendingT);
+    flushes_ = long(flushes);
+  }
+
   void state(float* S) override {
     if (!inited_) throw std::logic_error("state: init() first");
     DevBuf<float> out, wsave;
@@ -297,6 +349,16 @@ class CudaBackend final : public emu::DecodeBackend {
     p.o = dout_.p;
     run(p, early);
     dout_.download(o, n_out);
+  }
+
+  // The device buffers that carry state between calls in this backend's mode (init() sized them).
+  template <class Self, class Fn>
+  static void state_buffers(Self& s, Fn&& fn) {
+    fn(s.codes_, "codes"), fn(s.scales_, "scales");
+    if (!s.m_.replay()) fn(s.snap_codes_, "snapshot codes"), fn(s.snap_scales_, "snapshot scales");
+    if (s.m_.split()) fn(s.hp_, "hp");
+    if (s.m_.replay()) fn(s.ra_, "record a"), fn(s.rbeta_, "record beta"), fn(s.rk_, "record k"), fn(s.rw_, "record w");
+    if (s.m_.recompute()) fn(s.rv_, "record v");
   }
 
   std::string dev_;

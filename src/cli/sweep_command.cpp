@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/default_inputs.h"
+#include "cli/sweep_backends.h"
 #include "cli/sweep_progress.h"
 #include "cli/sweep_tree.h"
 #include "cli/sweep_table.h"
@@ -24,6 +25,7 @@
 #include "sweep/gate.h"
 #include "sweep/metrics.h"
 #include "sweep/reference_cache.h"
+#include "sweep/run_checkpoint.h"
 #include "sweep/sweep_runner.h"
 
 namespace replayssm::cli {
@@ -59,13 +61,17 @@ void add_options(po::options_description& d) {
     ("jobs", po::value<int>()->default_value(0), "runs evaluated in parallel (emulated backend; 0 = all cores)")
     ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
      "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
+    ("checkpoint-every", po::value<int>()->default_value(16384),
+     "positions between checkpoints of a run (emulated backend; rounded up to whole chunks; 0 = none): a killed "
+     "sweep's --resume continues each unfinished run from its last checkpoint, with the same result bits")
     ("reference-cache", po::value<std::string>(),
      "directory (created if missing) of FP64 reference files keyed by model, text slice and tool version: reused "
      "when present, else "
      "computed and written there (default: a temporary file in <out>.runs/reference/, removed at the end)")
     ("out", po::value<std::string>()->default_value("results.h5"), "results file (written atomically)")
     ("config", po::value<std::string>(), "experiment file (.ini, same option names); the command line overrides it")
-    ("resume", po::bool_switch(), "continue a killed sweep: keep the finished runs in <out>.runs/")
+    ("resume", po::bool_switch(),
+     "continue a killed sweep: keep the finished runs in <out>.runs/, continue unfinished ones from their checkpoints")
     ("shard", po::value<std::string>(), "i/n: run only shard i of n (formats, policies and models dealt evenly over the shards; "
      "combine with `replayssm merge`)")
     ("activations", po::value<std::string>(),
@@ -104,50 +110,6 @@ std::vector<T> parse_each(const std::string& option, const std::string& csv, F&&
   }
   if (out.empty()) throw UserError("--" + option + ": empty list");
   return out;
-}
-
-struct Backends {
-  std::string name, device;
-  std::string plan;  // the kernels' launch-plan override (REPLAYSSM_PLAN), "" for none
-  std::vector<std::unique_ptr<emu::DecodeBackend>> pool;  // per_worker per worker, worker w's from w * per_worker
-  int per_worker = 1;
-  std::vector<emu::DecodeBackend*> of_worker(int w) const {
-    std::vector<emu::DecodeBackend*> out;
-    for (int i = 0; i < per_worker; ++i) out.push_back(pool[static_cast<std::size_t>(w * per_worker + i)].get());
-    return out;
-  }
-};
-
-// per_worker: backends each worker needs (a model sweep: one per SSM layer, each holding its layer's state).
-Backends make_backends(const std::string& which, int jobs, int per_worker, bool quiet) {
-  Backends b;
-  b.per_worker = per_worker;
-  std::string why = "no CUDA device: this build has no CUDA kernels";
-  if (which == "cuda" || which == "auto") {
-    try {
-      b.plan = emu::resolved_plan_override("");  // REPLAYSSM_PLAN: exit 2 when bad, recorded in the output
-    } catch (const std::invalid_argument& e) {
-      throw UserError(e.what());
-    }
-    if (auto be = emu::make_cuda_backend(emu::DeviceBackendOptions{}, &why)) {
-      b.name = "cuda";
-      b.device = be->device();
-      b.pool.push_back(std::move(be));
-      while (static_cast<int>(b.pool.size()) < per_worker) {
-        b.pool.push_back(emu::make_cuda_backend(emu::DeviceBackendOptions{}, &why));
-        if (!b.pool.back()) throw UserError(why, kExitNoDevice);
-      }
-      return b;
-    }
-    if (which == "cuda") throw UserError(why, kExitNoDevice);
-    if (!quiet) std::cerr << "sweep: " << why << "; using the emulated backend\n";
-  } else if (which != "emulated") {
-    throw UserError("--backend: unknown backend '" + which + "' (expected auto, cuda or emulated)");
-  }
-  b.name = "emulated";
-  for (int i = 0; i < jobs * per_worker; ++i) b.pool.push_back(emu::make_emulated_backend());
-  b.device = b.pool.front()->device();
-  return b;
 }
 
 po::variables_map with_config_file(const po::variables_map& cli) {
@@ -201,6 +163,8 @@ int run(const po::variables_map& cli) {
   if (vm["jobs"].as<int>() < 0) throw UserError("--jobs must be >= 0 (0: all cores)");
   const int chunk = vm["chunk"].as<int>();
   if (chunk < 1) throw UserError("--chunk must be >= 1");
+  int checkpoint_every = vm["checkpoint-every"].as<int>();
+  if (checkpoint_every < 0) throw UserError("--checkpoint-every must be >= 0 (0: no checkpoints)");
   h5::refuse_output_over_input(out_path, {});  // before any work: an empty, directory or unwritable --out
 
   sweep::SweepAxes axes;
@@ -244,7 +208,7 @@ int run(const po::variables_map& cli) {
     if (vm["gate"].as<bool>())
       throw UserError("--gate: an activation-dump sweep has no KL or top-1 to judge (no model head)");
     for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset", "gate",
-                          "chunk", "reference-cache"})
+                          "chunk", "checkpoint-every", "reference-cache"})
       job.config.erase(k);
     int jobs = vm["jobs"].as<int>();
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -305,10 +269,20 @@ int run(const po::variables_map& cli) {
   for (const auto& m : models) max_layers = std::max(max_layers, m->layers());
   Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, max_layers, quiet);
   if (be.name == "cuda") jobs = 1;
+  // Tree rounds do not run through evaluate_run's chunks. CUDA runs keep none: a resumed CUDA sweep's bits have no
+  // device test (the backend's save/load alone has tests/kernels/test_cuda_checkpoint.cpp).
+  if (be.name == "cuda" || tree) {
+    if (!vm["checkpoint-every"].defaulted() && checkpoint_every > 0)
+      throw UserError(std::string("--checkpoint-every: ") +
+                      (tree ? "tree sweeps" : "the cuda backend") +
+                      " keep no checkpoints (--backend emulated, or --checkpoint-every 0)");
+    checkpoint_every = 0;
+  }
 
   sweep::SweepHeader header;
   header.config = resolved_options(vm);
-  for (const char* volatile_key : {"out", "resume", "shard", "quiet", "jobs", "config", "gate", "chunk", "reference-cache"})
+  for (const char* volatile_key :
+       {"out", "resume", "shard", "quiet", "jobs", "config", "gate", "chunk", "checkpoint-every", "reference-cache"})
     header.config.erase(volatile_key);
   header.config["backend"] = be.name;
   header.config["model"] = [&] {
@@ -327,12 +301,18 @@ int run(const po::variables_map& cli) {
     if (!vm["resume"].as<bool>()) fs::remove_all(work, ec);
     if (!ec) fs::create_directories(work, ec);
     if (ec) throw UserError(work + ": cannot create the sweep's work folder (" + ec.message() + ")");
+    sweep::remove_checkpoint_temps(work);  // under the output lock: a killed writer's
   }
   if (!quiet)
     std::cerr << "sweep: " << mine.size() << " run(s)" << (shard.second > 1 ? " in shard " + vm["shard"].as<std::string>() : "")
               << ", " << refs.size() << " model(s), " << tokens << " positions of " << text.id << ", backend "
               << be.name << " (" << be.device << "), " << jobs << " job(s), " << chunk_used
-              << "-position chunks, peak memory about " << format_bytes(peak) << "\n";
+              << "-position chunks, "
+              << (checkpoint_every ? "checkpoints every " +
+                                         std::to_string((checkpoint_every + chunk_used - 1LL) / chunk_used * chunk_used) +
+                                         " positions, "
+                                   : std::string())
+              << "peak memory about " << format_bytes(peak) << "\n";
 
   // FP64 reference once per model, into a file every run reads a chunk at a time.
   // Without --reference-cache: a folder of the work folder (whose top level holds only run files), removed with it.
@@ -376,6 +356,7 @@ int run(const po::variables_map& cli) {
   for (std::size_t i = 0; i < mine.size(); ++i) {
     const std::string f = work + "/" + mine[i].id + ".h5";
     if (!fs::exists(f)) continue;
+    std::error_code ec;
     try {
       auto file = h5::File::open_read(f);
       if (file.attr_string("/", "config_hash") != header.config_hash) continue;
@@ -389,6 +370,7 @@ int run(const po::variables_map& cli) {
       if (tree) tree->branches[i] = sweep::read_tree_branches(file, "/run");
       results[i] = summarize(r);
       done[i] = 1;
+      fs::remove(sweep::run_checkpoint_path(work, mine[i].id), ec);  // left if the kill came between the two
       ++resumed;
     } catch (const UserError&) {
       // a run file from an older or killed attempt: recompute it
@@ -408,6 +390,13 @@ int run(const po::variables_map& cli) {
   };
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return cost(mine[a]) > cost(mine[b]); });
+  // A run's checkpoint key: its id and mode, the inputs' hashes, the build and the sweep's configuration.
+  std::vector<sweep::CheckpointKey> model_keys;
+  for (const auto& m : models) {
+    const sweep::ReferenceKey k = sweep::reference_key(m->path(), text);
+    model_keys.push_back({{"model_hash", k.model_hash}, {"text_hash", k.text_hash}, {"text", text.id},
+                          {"tool_version", k.tool_version}, {"config_hash", header.config_hash}, {"backend", be.name}});
+  }
   std::atomic<std::size_t> next{0};
   std::mutex mu;
   std::exception_ptr failure;
@@ -421,9 +410,18 @@ int run(const po::variables_map& cli) {
         const auto& spec = mine[i];
         std::size_t m = 0;
         while (models[m]->name() != spec.model) ++m;
+        sweep::RunCheckpointing ck{sweep::run_checkpoint_path(work, spec.id), checkpoint_every,
+                                   vm["resume"].as<bool>(), model_keys[m], nullptr};
+        ck.key.insert(ck.key.begin(), {{"run", spec.id}, {"mode", spec.mode.name()}});
+        ck.note = [&](const std::string& line) {
+          // resuming is progress (quiet hides it); an ignored checkpoint is work lost, always said
+          if (quiet && line.find(" ignored (") == std::string::npos) return;
+          std::lock_guard<std::mutex> lock(mu);
+          std::cerr << "sweep: " << line << "\n";
+        };
         sweep::RunResult r = tree ? tree->evaluate(spec, m, text, header.bins, i)
                                   : sweep::evaluate_run(spec, *models[m], text, sweep::reference_rows(ref_files[m]),
-                                                        be.of_worker(w), header.bins, chunk_used);
+                                                        be.of_worker(w), header.bins, chunk_used, &ck);
         r.attrs["backend"] = be.name;
         r.attrs["device"] = be.device;
         h5::AtomicOutput f(work + "/" + spec.id + ".h5");
@@ -431,6 +429,8 @@ int run(const po::variables_map& cli) {
         sweep::write_run(f.file(), "/run", r);
         if (tree) sweep::write_tree_branches(f.file(), "/run", tree->branches[i]);
         f.commit();
+        std::error_code ec;
+        fs::remove(ck.path, ec);  // the result is stored: the checkpoint has nothing left to give
         RunSummary row = summarize(r);
         r = sweep::RunResult{};  // the per-position arrays are in the run's file
         std::lock_guard<std::mutex> lock(mu);

@@ -1,5 +1,7 @@
 #include "emulation/decode_api.h"
 
+#include "core/blob.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -134,6 +136,40 @@ void DecodeBackend::verify_tree(const TokenBatch&, const int*, float*) {
 }
 void DecodeBackend::accept_path(const int*) {
   throw std::runtime_error(name() + ": tree verify is not implemented by this backend");
+}
+
+void DecodeBackend::save(std::vector<std::uint8_t>&) const {
+  throw std::runtime_error(name() + " backend: checkpoints not supported");
+}
+void DecodeBackend::load(const std::uint8_t*, std::size_t) {
+  throw std::runtime_error(name() + " backend: checkpoints not supported");
+}
+
+namespace {
+// The identity of a backend state: dims and every mode field (the mode name leaves out L, drafts and the seed).
+std::vector<std::pair<const char*, std::uint64_t>> dims_mode_fields(const Dims& d, const Mode& m) {
+  return {{"B", std::uint64_t(d.B)}, {"G", std::uint64_t(d.G)}, {"H", std::uint64_t(d.H)},
+          {"K", std::uint64_t(d.K)}, {"V", std::uint64_t(d.V)}, {"arch", std::uint64_t(m.arch)},
+          {"policy", std::uint64_t(m.policy)}, {"usource", std::uint64_t(m.usource)},
+          {"format", std::uint64_t(m.format)}, {"scaling", std::uint64_t(m.scaling)},
+          {"rounding", std::uint64_t(m.rounding)}, {"seed", m.seed}, {"records", std::uint64_t(m.records)},
+          {"L", std::uint64_t(m.L)}, {"max_drafts", std::uint64_t(m.max_drafts)}};
+}
+}  // namespace
+
+void save_dims_mode(BlobWriter& w, const Dims& d, const Mode& m) {
+  w.str(m.name());
+  for (const auto& f : dims_mode_fields(d, m)) w.pod(f.second);
+}
+
+void check_dims_mode(BlobReader& r, const Dims& d, const Mode& m) {
+  const std::string name = r.str("mode");
+  for (const auto& f : dims_mode_fields(d, m)) {
+    const auto got = r.pod<std::uint64_t>(f.first);
+    if (got != f.second)
+      r.fail(f.first, "the blob's mode " + name + " has " + std::to_string(got) + ", this backend's " + m.name() +
+                          " has " + std::to_string(f.second));
+  }
 }
 
 std::vector<int> tree_depths(const int* parents, int T) {

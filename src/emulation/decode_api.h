@@ -20,6 +20,11 @@
 #include "formats/format_id.h"
 #include "formats/state_codec.h"
 
+namespace replayssm {
+class BlobWriter;
+class BlobReader;
+}  // namespace replayssm
+
 namespace replayssm::emu {
 
 enum class Arch : std::uint8_t { gdn, mamba2 };
@@ -126,7 +131,20 @@ class DecodeBackend {
   // per plan, kernels/launch_plan.h; the emulation runs no kernels: empty). Tells a user which kernels a result came
   // from, and the tests that a forced layout really ran.
   virtual std::vector<std::string> launch_plans() const { return {}; }
+  // Checkpoints: everything that evolves after init() (stores, HP copies, replay checkpoints and records, record
+  // counts, token counters, flushes, pending verify snapshots), appended to `out` as a byte blob, with the Dims and
+  // Mode it belongs to. load() restores such a blob into a backend init()ed with the same Dims and Mode, after which
+  // every call gives the bits the saved backend would have given; a blob of another mode, dims or backend throws
+  // std::invalid_argument naming the difference. The base class throws std::runtime_error ("<name> backend:
+  // checkpoints not supported").
+  virtual void save(std::vector<std::uint8_t>& out) const;
+  virtual void load(const std::uint8_t* blob, std::size_t size);
 };
+
+// The Dims and Mode fields a backend blob starts with, and their check on load (std::invalid_argument naming the
+// first field that differs; `backend` names the blob's owner in the message).
+void save_dims_mode(BlobWriter& w, const Dims& d, const Mode& m);
+void check_dims_mode(BlobReader& r, const Dims& d, const Mode& m);
 
 std::unique_ptr<DecodeBackend> make_emulated_backend();
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "emulation/decode_api.h"
+#include "emulation/emulated_state.h"
 #include "emulation/flush_rule.h"
 #include "emulation/decode_math.h"
 #include "emulation/fast_dot.h"
@@ -12,7 +13,7 @@
 namespace replayssm::emu {
 namespace {
 
-class EmulatedBackend final : public DecodeBackend {
+class EmulatedBackend final : public DecodeBackend, private EmulatedState {
  public:
   std::string name() const override { return "emulated"; }
   std::string device() const override { return "cpu (emulated)"; }
@@ -217,6 +218,11 @@ class EmulatedBackend final : public DecodeBackend {
     s = scales_;
   }
   long flushes() const override { return flushes_; }
+
+  // Scratch (work_, node_S_, the path and window buffers, prepared vectors) is rewritten before every read: the
+  // EmulatedState members carry everything else.
+  void save(std::vector<std::uint8_t>& out) const override { save_state(out, name()); }
+  void load(const std::uint8_t* blob, std::size_t size) override { load_state(blob, size, name()); }
 
  private:
   struct Tok {
@@ -463,24 +469,14 @@ class EmulatedBackend final : public DecodeBackend {
     refresh_ckpt(hh);
   }
 
-  Dims d_;
-  Mode m_;
-  StoreLayout lay_;
-  std::vector<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
-  std::vector<float> hp_, ra_, rbeta_, rk_, rw_, rv_;
-  std::vector<float> ck_;                      // replay: the decoded output checkpoint of every head
   std::vector<float> work_;                    // one head state of scratch (conventional chain, flush)
   std::vector<float> node_S_;                  // conventional tree verify: the FP32 state of every node of one head
   std::vector<float> pa_, pk_, pw_;            // replay tree verify: window + one root path's records (a, k, w)
-  std::vector<int> tree_;                      // the pending tree verify's parents (empty: none, or a chain's)
   std::vector<float> win_G_, win_d_, win_c_;   // window decays, dots and coefficients (capacity + 1)
   std::vector<float> row_x_, row_y_;           // per-row values of one head ([V])
   DotFn dot_ = canonical_dot_fn();
   PreparedDot pdot_ = canonical_dot_prepared_fns();  // one vector against many rows
   std::vector<float> prep_k_, prep_q_;                // k_t / q_t arranged for pdot_ ([K])
-  std::vector<int> n_, tok_;
-  int pendingT_ = 0;
-  long flushes_ = 0;
 };
 
 }  // namespace

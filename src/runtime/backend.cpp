@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <exception>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -12,6 +13,14 @@
 #include "runtime/fast_recurrence.h"
 
 namespace replayssm::runtime {
+
+void StreamingRecurrence::save(std::vector<std::uint8_t>&) const {
+  throw std::runtime_error("recurrence " + name() + ": checkpoints not supported");
+}
+void StreamingRecurrence::load(const std::uint8_t*, std::size_t) {
+  throw std::runtime_error("recurrence " + name() + ": checkpoints not supported");
+}
+
 namespace {
 
 // Head groups [begin, end) over `heads` heads that read `groups` key heads / B-C groups (ratio r = heads / groups):

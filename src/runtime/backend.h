@@ -3,6 +3,7 @@
 // (projections, conv, gates, norms, MLP, head) and hands each layer's recurrence inputs to a backend, which returns
 // the layer's outputs o ([T][Hv][V] or [T][H][P]) and final state. The FP64 reference is the default; emulated
 // formats / ReplaySSM policies and CUDA kernels implement the same interface.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct StreamingRecurrence {
   // The next in.T positions of layer `layer`: outputs [in.T][heads][dim]; final_state may be left empty.
   virtual ref::LayerOutputs gdn_chunk(int layer, const ref::GdnInputs& in) = 0;
   virtual ref::LayerOutputs mamba2_chunk(int layer, const ref::Mamba2Inputs& in) = 0;
+  // Checkpoints (ForwardStream::save / load): every layer's state after the chunks so far as a byte blob, restored
+  // after start(). The base class throws std::runtime_error (a recurrence without checkpoints).
+  virtual void save(std::vector<std::uint8_t>& out) const;
+  virtual void load(const std::uint8_t* blob, std::size_t size);
 };
 
 // ref::gdn_recurrent / ref::mamba2_recurrent (the FP64 spec). threads > 1 splits a layer's heads over threads

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <thread>
@@ -13,6 +14,7 @@
 #include <malloc.h>
 #endif
 
+#include "core/blob.h"
 #include "reference/preprocess.h"
 #include "runtime/gemm.h"
 #include "runtime/rowwise.h"
@@ -231,6 +233,44 @@ ForwardStream::ForwardStream(const TinyModel& m, StreamingRecurrence& rec, const
                              LayerObserver observer)
     : m_(m), rec_(rec), opt_(opt), observer_(std::move(observer)), tails_(std::size_t(m.cfg.n_layers)) {
   rec_.start(m.cfg.n_layers);
+}
+
+void ForwardStream::save(std::vector<std::uint8_t>& out) const {
+  BlobWriter w(out);
+  w.pod(position_);
+  w.pod(std::uint64_t(tails_.size()));
+  for (const ConvTails& t : tails_)
+    for (const Mat& x : t) {
+      w.pod(std::int64_t(x.rows()));
+      w.pod(std::int64_t(x.cols()));
+      w.bytes(reinterpret_cast<const std::uint8_t*>(x.data()), sizeof(double) * std::size_t(x.size()));
+    }
+  std::vector<std::uint8_t> rec;
+  rec_.save(rec);
+  w.bytes(rec.data(), rec.size());
+}
+
+void ForwardStream::load(const std::uint8_t* blob, std::size_t size) {
+  if (position_ != 0) throw std::logic_error("ForwardStream::load: the stream has already run");
+  BlobReader r(blob, size, "forward stream checkpoint");
+  const auto position = r.pod<std::int64_t>("position");
+  if (position < 0) r.fail("position", "negative");
+  if (r.pod<std::uint64_t>("layers") != tails_.size()) r.fail("layers", "not this model's layer count");
+  std::vector<ConvTails> tails(tails_.size());
+  for (ConvTails& t : tails)
+    for (Mat& x : t) {
+      const auto rows = r.pod<std::int64_t>("tail rows"), cols = r.pod<std::int64_t>("tail cols");
+      const auto b = r.bytes("tail");
+      if (rows < 0 || cols < 0 || b.second != sizeof(double) * std::size_t(rows) * std::size_t(cols))
+        r.fail("tail", "shape and size disagree");
+      x.resize(rows, cols);
+      if (b.second) std::memcpy(x.data(), b.first, b.second);
+    }
+  const auto rec = r.bytes("recurrence");
+  r.finish();
+  rec_.load(rec.first, rec.second);
+  tails_ = std::move(tails);
+  position_ = position;
 }
 
 Mat ForwardStream::next(const std::uint8_t* tokens, std::size_t n) {

@@ -58,6 +58,11 @@ class ForwardStream {
   // Log-probs [n, 256] of the next n >= 1 positions (row i: log p(next byte | every byte so far through tokens[i])).
   Mat next(const std::uint8_t* tokens, std::size_t n);
   std::int64_t position() const { return position_; }  // positions consumed so far
+  // Checkpoints: the position, every layer's conv tails and the recurrence's blob appended to `out`; load() into a
+  // stream of the same model and recurrence kind that has not run yet, and next() continues bit for bit.
+  // std::invalid_argument on a blob that does not fit this model.
+  void save(std::vector<std::uint8_t>& out) const;
+  void load(const std::uint8_t* blob, std::size_t size);
   double seconds_dense() const { return seconds_dense_; }
   double seconds_recurrence() const { return seconds_recurrence_; }
 

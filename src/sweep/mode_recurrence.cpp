@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
+#include "core/blob.h"
 #include "reference/head_record.h"
 #include "runtime/fast_recurrence.h"
 #include "sweep/metrics.h"
@@ -139,6 +141,12 @@ struct ModeLayerStream::Impl {
     started = true;
   }
 
+  // Later chunks (and a chunk after load()) must be of the shape the stream started with.
+  void require_shape(int g, int h, int v, int k, bool with_skip) const {
+    if (g != G || h != H || v != V || k != K || with_skip != skip)
+      throw std::invalid_argument("ModeLayerStream: a chunk of another layer shape than the stream's");
+  }
+
   // The next T positions. Blocks end on multiples of L counted from the sequence's start, so the backend sees
   // exactly the calls of one pass over the whole sequence (steps, then state() after every L-th step) and every
   // shadow step is the same, wherever the chunks are cut.
@@ -232,18 +240,60 @@ ModeLayerStream::ModeLayerStream(ModeLayerStream&&) noexcept = default;
 ref::LayerOutputs ModeLayerStream::gdn(const ref::GdnInputs& in, LayerDrift* drift) {
   if (impl_->mode.arch != emu::Arch::gdn) throw std::invalid_argument("ModeRecurrence: mode is not a GDN mode");
   if (!impl_->started) impl_->start(in.Hk, in.Hv, in.V, in.K, false);
+  impl_->require_shape(in.Hk, in.Hv, in.V, in.K, false);
   return impl_->run(in.T, [&](int t, StepBuffers& s) { fill_gdn(in, t, s); }, drift);
 }
 
 ref::LayerOutputs ModeLayerStream::mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift) {
   if (impl_->mode.arch != emu::Arch::mamba2) throw std::invalid_argument("ModeRecurrence: mode is not a Mamba-2 mode");
   if (!impl_->started) impl_->start(in.G, in.H, in.P, in.N, !in.D.empty());
+  impl_->require_shape(in.G, in.H, in.P, in.N, !in.D.empty());
   return impl_->run(in.T, [&](int t, StepBuffers& s) { fill_mamba2(in, t, s); }, drift);
 }
 
 std::vector<double> ModeLayerStream::state() {
   impl_->be.state(impl_->S.data());
   return std::vector<double>(impl_->S.begin(), impl_->S.end());
+}
+
+void ModeLayerStream::save(std::vector<std::uint8_t>& out) const {
+  const Impl& s = *impl_;
+  BlobWriter w(out);
+  w.str(s.mode.name());
+  w.pod(std::uint8_t(s.started));
+  if (!s.started) return;
+  for (int x : {s.G, s.H, s.V, s.K, int(s.skip)}) w.pod(std::int32_t(x));
+  w.pod(s.position);
+  for (const auto& m : s.shadow) w.bytes(reinterpret_cast<const std::uint8_t*>(m.data()), sizeof(double) * m.size());
+  std::vector<std::uint8_t> be;
+  s.be.save(be);
+  w.bytes(be.data(), be.size());
+}
+
+void ModeLayerStream::load(const std::uint8_t* blob, std::size_t size) {
+  Impl& s = *impl_;
+  if (s.started) throw std::logic_error("ModeLayerStream::load: the stream has already run");
+  BlobReader r(blob, size, "layer stream checkpoint");
+  const std::string mode = r.str("mode");
+  if (mode != s.mode.name()) r.fail("mode", "the blob's is " + mode + ", this stream's " + s.mode.name());
+  if (!r.pod<std::uint8_t>("started")) return r.finish();
+  int dims[5];
+  for (int& x : dims) {
+    x = r.pod<std::int32_t>("dims");
+    if (x < 0 || x > (1 << 20)) r.fail("dims", "out of range");
+  }
+  const auto position = r.pod<std::int64_t>("position");
+  if (position < 0) r.fail("position", "negative");
+  s.start(dims[0], dims[1], dims[2], dims[3], dims[4] != 0);  // throws std::invalid_argument on a bad shape
+  for (auto& m : s.shadow) {
+    const auto b = r.bytes("shadow");
+    if (b.second != sizeof(double) * m.size()) r.fail("shadow", "a head state of the wrong size");
+    std::memcpy(m.data(), b.first, b.second);
+  }
+  const auto be = r.bytes("backend");
+  r.finish();
+  s.be.load(be.first, be.second);
+  s.position = position;
 }
 
 ref::LayerOutputs ModeRecurrence::run_gdn(const ref::GdnInputs& in, LayerDrift* drift) {

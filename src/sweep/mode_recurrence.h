@@ -43,6 +43,11 @@ class ModeLayerStream {
   ref::LayerOutputs gdn(const ref::GdnInputs& in, LayerDrift* drift);
   ref::LayerOutputs mamba2(const ref::Mamba2Inputs& in, LayerDrift* drift);
   std::vector<double> state();  // the backend's materialised state [heads][V][K] after the positions so far
+  // Checkpoints: the backend's blob, the FP64 shadow and the position count appended to `out`; load() restores them
+  // into a stream built on a backend of the same mode (nothing run yet), and the next chunk continues bit for bit.
+  // The drift vectors are the caller's. std::invalid_argument on a blob of another mode or shape.
+  void save(std::vector<std::uint8_t>& out) const;
+  void load(const std::uint8_t* blob, std::size_t size);
 
  private:
   struct Impl;

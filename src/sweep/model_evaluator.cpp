@@ -3,6 +3,8 @@
 // as runtime::ForwardStreams, a chunk of positions at a time.
 #include <stdexcept>
 
+#include "core/blob.h"
+
 #include "runtime/forward.h"
 #include "runtime/model.h"
 #include "sweep/sweep_runner.h"
@@ -36,6 +38,41 @@ class ModeLayers : public runtime::StreamingRecurrence {
     return streams_.at(static_cast<std::size_t>(layer)).mamba2(in, drift(layer));
   }
 
+  void save(std::vector<std::uint8_t>& out) const override {
+    BlobWriter w(out);
+    w.pod(std::uint64_t(streams_.size()));
+    std::vector<std::uint8_t> blob;
+    for (const auto& s : streams_) {
+      blob.clear();
+      s.save(blob);
+      w.bytes(blob.data(), blob.size());
+    }
+    w.pod(std::uint8_t(drifts_ != nullptr));
+    if (drifts_)
+      for (const LayerDrift& d : *drifts_) {
+        w.vec(d.output);
+        w.vec(d.steps);
+        w.vec(d.state);
+      }
+  }
+  void load(const std::uint8_t* blob, std::size_t size) override {
+    BlobReader r(blob, size, "mode layers checkpoint");
+    if (r.pod<std::uint64_t>("layers") != streams_.size()) r.fail("layers", "not this model's layer count");
+    for (auto& s : streams_) {
+      const auto b = r.bytes("layer");
+      s.load(b.first, b.second);
+    }
+    const bool with_drifts = r.pod<std::uint8_t>("drifts") != 0;
+    if (with_drifts != (drifts_ != nullptr)) r.fail("drifts", "kept by one of the blob and this stream only");
+    if (drifts_)
+      for (LayerDrift& d : *drifts_) {
+        d.output = r.vec<double>("output drift");
+        d.steps = r.vec<std::int64_t>("state drift steps");
+        d.state = r.vec<double>("state drift");
+      }
+    r.finish();
+  }
+
  private:
   LayerDrift* drift(int layer) { return drifts_ ? &(*drifts_)[static_cast<std::size_t>(layer)] : nullptr; }
   std::vector<emu::DecodeBackend*> backends_;
@@ -55,6 +92,8 @@ class LogpStream : public ModelEvaluator::Stream {
     const runtime::Mat lp = fwd_.next(tokens, n);
     return std::vector<double>(lp.data(), lp.data() + lp.size());  // row-major [n][256]
   }
+  void save(std::vector<std::uint8_t>& out) const override { fwd_.save(out); }
+  void load(const std::uint8_t* blob, std::size_t size) override { fwd_.load(blob, size); }
 
  private:
   Recurrence rec_;
@@ -62,6 +101,13 @@ class LogpStream : public ModelEvaluator::Stream {
 };
 
 }  // namespace
+
+void ModelEvaluator::Stream::save(std::vector<std::uint8_t>&) const {
+  throw std::runtime_error("this stream has no checkpoints");
+}
+void ModelEvaluator::Stream::load(const std::uint8_t*, std::size_t) {
+  throw std::runtime_error("this stream has no checkpoints");
+}
 
 ModelEvaluator::ModelEvaluator(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
   impl_->model = runtime::TinyModel::load(path);

@@ -11,6 +11,7 @@
 #include "emulation/decode_api.h"
 #include "sweep/mode_recurrence.h"
 #include "sweep/results.h"
+#include "sweep/run_checkpoint.h"
 #include "sweep/sweep_plan.h"
 
 namespace replayssm::sweep {
@@ -43,6 +44,11 @@ class ModelEvaluator {
    public:
     virtual ~Stream() = default;
     virtual std::vector<double> next(const std::uint8_t* tokens, std::size_t n) = 0;
+    // Checkpoints (mode streams): the forward stream, every layer's recurrence and drifts so far as a byte blob;
+    // load() into a fresh stream of the same model and mode, before its first next(). The base class throws
+    // std::runtime_error; a blob that does not fit throws std::invalid_argument.
+    virtual void save(std::vector<std::uint8_t>& out) const;
+    virtual void load(const std::uint8_t* blob, std::size_t size);
   };
   // The FP64 reference (threads: the recurrence's and the projections').
   std::unique_ptr<Stream> reference_stream(int threads) const;
@@ -69,8 +75,14 @@ inline constexpr int kDefaultChunk = 4096;
 // One run: the mode's log-probs against the reference, all metrics binned, computed `chunk` positions at a time
 // (memory: one chunk's activations plus O(T) per-position results). Deterministic, and the same bits whatever the
 // chunk. layer_backends: one decode backend per SSM layer (ModelEvaluator::mode_stream).
+// checkpoints (null: none): after every `every` positions (at the end of the chunk that reaches them) the run's
+// state goes to the checkpoint file, and with `resume` a matching file makes the run continue from its position (a
+// note "run X resumes at position P"; a file of another run: a note that it is ignored and why). The result is the
+// same bits either way. A checkpoint that is damaged or does not fit the model is a UserError naming the file.
+// The file is left in place: the caller removes it once the result is safely stored.
 RunResult evaluate_run(const RunSpec& spec, const ModelEvaluator& model, const TextSlice& text,
                        const ReferenceRows& reference, const std::vector<emu::DecodeBackend*>& layer_backends,
-                       const std::vector<std::int64_t>& edges, int chunk = kDefaultChunk);
+                       const std::vector<std::int64_t>& edges, int chunk = kDefaultChunk,
+                       const RunCheckpointing* checkpoints = nullptr);
 
 }  // namespace replayssm::sweep

@@ -172,6 +172,18 @@ def sweep_tokens_zero(tmp):
 
 
 @case
+def sweep_checkpoint_every_negative(tmp):
+    return Expect(sweep_args(GDN, out_in(tmp), checkpoint_every="-1"), ["--checkpoint-every"], out=out_in(tmp))
+
+
+@case
+def sweep_checkpoint_every_with_tree(tmp):
+    # tree rounds keep no checkpoints: an explicit interval is refused, not silently dropped
+    return Expect(sweep_args(GDN, out_in(tmp), tree="2,2", checkpoint_every="64"), ["--checkpoint-every", "tree"],
+                  out=out_in(tmp))
+
+
+@case
 def sweep_tree_unknown(tmp):
     return Expect(sweep_args(GDN, out_in(tmp), tree="bush"), ["--tree", "bush"], out=out_in(tmp))
 

@@ -17,44 +17,13 @@
 #include "sweep/metrics.h"
 #include "sweep/reference_cache.h"
 #include "sweep/sweep_runner.h"
+#include "run_checks.h"
 
 using namespace replayssm;
 using namespace replayssm::sweep;
+using namespace replayssm::testing;
 
 namespace {
-
-std::string src_dir() {
-  const char* s = std::getenv("REPLAYSSM_SOURCE_DIR");
-  return s ? s : ".";
-}
-std::string model_file(const std::string& arch) { return src_dir() + "/datasets/models/tiny_" + arch + ".h5"; }
-
-// Equal bits, NaN included (operator== would call two NaN different).
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
-}
-
-void check_same_run(const RunResult& a, const RunResult& b) {
-  CHECK(same_bits(a.kl, b.kl));
-  CHECK(same_bits(a.nll, b.nll));
-  CHECK(same_bits(a.top1, b.top1));
-  CHECK(same_bits(a.kl_binned, b.kl_binned));
-  CHECK(same_bits(a.flip_rate_binned, b.flip_rate_binned));
-  CHECK(same_bits(a.output_drift, b.output_drift));
-  CHECK(same_bits(a.state_drift, b.state_drift));
-  CHECK(a.flush_steps == b.flush_steps);
-  CHECK(a.first_flip == b.first_flip);
-  CHECK(a.layers == b.layers);
-  CHECK(a.attrs == b.attrs);
-}
-
-// The whole reference in memory, as evaluate_run reads it.
-ReferenceRows in_memory(const std::vector<double>& logp) {
-  return [&logp](std::int64_t first, std::size_t n) {
-    const auto b = logp.begin() + static_cast<std::ptrdiff_t>(first) * 256;
-    return std::vector<double>(b, b + static_cast<std::ptrdiff_t>(n) * 256);
-  };
-}
 
 std::vector<RunSpec> specs(const ModelEvaluator& m) {
   SweepAxes axes;
@@ -96,10 +65,10 @@ class BlowsUp : public emu::DecodeBackend {
 }  // namespace
 
 TEST_CASE("streamed runs: any chunk gives the one-chunk run bit for bit", "[sweep][stream]") {
-  const TextSlice text = load_text(src_dir() + "/datasets/pg19/test/10146.txt", 1000, 70);
+  const TextSlice text = load_text(pg19_book_path(), 1000, 70);
   const auto edges = power_of_two_edges(text.tokens);
   for (const std::string arch : {"gdn", "mamba2"}) {
-    const ModelEvaluator model(model_file(arch));
+    const ModelEvaluator model(tiny_model_path(arch));
     const auto ref_stream = model.reference_stream(1);
     const std::vector<double> logp_ref = ref_stream->next(text.bytes.data(), std::size_t(text.tokens));
     std::vector<std::unique_ptr<emu::DecodeBackend>> owned;
@@ -120,9 +89,9 @@ TEST_CASE("streamed runs: any chunk gives the one-chunk run bit for bit", "[swee
 }
 
 TEST_CASE("streamed runs: a run that diverges mid-chunk keeps its finite prefix", "[sweep][stream]") {
-  const TextSlice text = load_text(src_dir() + "/datasets/pg19/test/10146.txt", 1000, 60);
+  const TextSlice text = load_text(pg19_book_path(), 1000, 60);
   const auto edges = power_of_two_edges(text.tokens);
-  const ModelEvaluator model(model_file("gdn"));
+  const ModelEvaluator model(tiny_model_path("gdn"));
   const std::vector<double> logp_ref = model.reference_stream(2)->next(text.bytes.data(), std::size_t(text.tokens));
   const RunSpec spec = specs(model).front();
   std::vector<std::unique_ptr<emu::DecodeBackend>> owned;
@@ -159,8 +128,8 @@ TEST_CASE("reference cache: the file holds the in-memory reference and is reused
   const fs::path dir = fs::temp_directory_path() / ("replayssm_refcache_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const TextSlice text = load_text(src_dir() + "/datasets/pg19/test/10146.txt", 500, 90);
-  const ModelEvaluator model(model_file("mamba2"));
+  const TextSlice text = load_text(pg19_book_path(), 500, 90);
+  const ModelEvaluator model(tiny_model_path("mamba2"));
   const std::vector<double> logp_ref = model.reference_stream(1)->next(text.bytes.data(), std::size_t(text.tokens));
   const ReferenceFile computed = ensure_reference(model, text, dir.string(), 13, 2, {"test", {}});
   CHECK_FALSE(computed.reused);
@@ -175,7 +144,7 @@ TEST_CASE("reference cache: the file holds the in-memory reference and is reused
     CHECK(computed.summary.nll[std::size_t(t)] == -logp_ref[std::size_t(t) * 256 + text.bytes[std::size_t(t) + 1]]);
 
   // Another slice has another key, so another file; a file whose recorded key differs from its name's is refused.
-  const TextSlice other = load_text(src_dir() + "/datasets/pg19/test/10146.txt", 501, 90);
+  const TextSlice other = load_text(pg19_book_path(), 501, 90);
   const std::string other_path = (dir / reference_key(model.path(), other).file_name(model.name())).string();
   CHECK(other_path != computed.path);
   fs::copy_file(computed.path, other_path);
