@@ -62,7 +62,7 @@ void add_options(po::options_description& d) {
     ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
      "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
     ("checkpoint-every", po::value<int>()->default_value(16384),
-     "positions between checkpoints of a run (emulated backend; rounded up to whole chunks; 0 = none): a killed "
+     "positions between checkpoints of a run (rounded up to whole chunks; 0 = none): a killed "
      "sweep's --resume continues each unfinished run from its last checkpoint, with the same result bits")
     ("reference-cache", po::value<std::string>(),
      "directory (created if missing) of FP64 reference files keyed by model, text slice and tool version: reused "
@@ -200,8 +200,9 @@ int run(const po::variables_map& cli) {
 
   if (vm.count("activations")) {  // layer-local sweep of a dump: sweep/activation_sweep.h
     if (vm["resume"].as<bool>() || vm.count("shard") || vm.count("model") || vm.count("text") ||
-        !vm["offset"].defaulted())
-      throw UserError("--activations: --resume, --shard, --model, --text and --offset do not apply to a dump sweep");
+        !vm["offset"].defaulted() || !vm["checkpoint-every"].defaulted() || vm.count("reference-cache"))
+      throw UserError("--activations: --resume, --shard, --model, --text, --offset, --checkpoint-every and "
+                      "--reference-cache do not apply to a dump sweep");
     sweep::ActivationSweepJob job{vm["activations"].as<std::string>(), out_path, axes,
                                   vm["tokens"].defaulted() ? 0 : tokens, quiet, resolved_options(vm),
                                   resolved_options(vm), command_line(), "", ""};
@@ -269,13 +270,10 @@ int run(const po::variables_map& cli) {
   for (const auto& m : models) max_layers = std::max(max_layers, m->layers());
   Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, max_layers, quiet);
   if (be.name == "cuda") jobs = 1;
-  // Tree rounds do not run through evaluate_run's chunks. CUDA runs keep none: a resumed CUDA sweep's bits have no
-  // device test (the backend's save/load alone has tests/kernels/test_cuda_checkpoint.cpp).
-  if (be.name == "cuda" || tree) {
+  // Tree rounds do not run through evaluate_run's chunks: no checkpoints.
+  if (tree) {
     if (!vm["checkpoint-every"].defaulted() && checkpoint_every > 0)
-      throw UserError(std::string("--checkpoint-every: ") +
-                      (tree ? "tree sweeps" : "the cuda backend") +
-                      " keep no checkpoints (--backend emulated, or --checkpoint-every 0)");
+      throw UserError("--checkpoint-every: tree sweeps keep no checkpoints (--checkpoint-every 0)");
     checkpoint_every = 0;
   }
 

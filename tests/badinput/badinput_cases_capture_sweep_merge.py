@@ -184,6 +184,13 @@ def sweep_checkpoint_every_with_tree(tmp):
 
 
 @case
+def sweep_activations_with_checkpoint_every(tmp):
+    # a dump sweep has no model runs to checkpoint: an explicit interval is refused, not silently dropped
+    return Expect(["sweep", "--quiet", "--activations", out_in(tmp) + ".acts.h5", "--checkpoint-every", "64",
+                   "--out", out_in(tmp)], ["--activations", "--checkpoint-every"], out=out_in(tmp))
+
+
+@case
 def sweep_tree_unknown(tmp):
     return Expect(sweep_args(GDN, out_in(tmp), tree="bush"), ["--tree", "bush"], out=out_in(tmp))
 

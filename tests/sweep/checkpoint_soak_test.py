@@ -9,6 +9,7 @@ continued with --resume. Checks:
   - the final results equal an uninterrupted run (--checkpoint-every 0) bit for bit: every dataset, the config and
     the per-run attributes but wall time; no checkpoint or temporary file is left.
 Run with Debian's /usr/bin/python3 (numpy + h5py); the CLI comes from $REPLAYSSM_CLI (or argv[1]).
+REPLAYSSM_SOAK_BACKEND=cuda runs the same soak on the CUDA backend (on a GPU machine; one job).
 """
 import os
 import random
@@ -34,8 +35,9 @@ EVERY = 256
 # Two models, two modes each: four runs of 2048 positions on two jobs, 128-position chunks.
 SWEEP = ["sweep", "--model", os.path.join(MODELS, "tiny_gdn.h5"), os.path.join(MODELS, "tiny_mamba2.h5"),
          "--tokens", "2048", "--offset", "3000", "--formats", "fp8_e4m3:row", "--rounding", "sr",
-         "--policies", "conventional-shared,replay-split", "--L", "16", "--backend", "emulated", "--jobs", "2",
-         "--chunk", "128"]
+         "--policies", "conventional-shared,replay-split", "--L", "16", "--chunk", "128"]
+BACKEND = os.environ.get("REPLAYSSM_SOAK_BACKEND", "emulated")
+SWEEP += ["--backend", BACKEND, "--jobs", "1" if BACKEND == "cuda" else "2"]
 
 
 def checkpoint_position(path):
