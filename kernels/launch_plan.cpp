@@ -236,10 +236,17 @@ bool slice_step_rule(int B, int H, int nsplit, int sms) {
   return nsplit > 2 && static_cast<long long>(B) * H < static_cast<long long>(kSliceStepHeadsPerSm) * sms;
 }
 
+int fp32_flush_slices_rule(long long flushing_seqs, int B, int H, int nsplit, int sms) {
+  if (nsplit <= 1 || flushing_seqs >= B) return 1;
+  if (flushing_seqs * H * nsplit >= sms) return nsplit;
+  return std::max(1, nsplit / 2);
+}
+
 int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit,
-                      int sms) {
+                      int sms, int fp32_batch) {
   if (early_hint != 0 || !lean_flush || nsplit <= 1) return 1;
   if (forced > 0) return std::min(forced, nsplit);
+  if (fp32_batch > 0) return fp32_flush_slices_rule(flushing_seqs, fp32_batch, H, nsplit, sms);
   return flush_slices_rule(flushing_seqs, H, nsplit, sms);
 }
 
@@ -307,7 +314,8 @@ LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& 
 
   plan.layout = Layout::split;
   plan.flush_slices = p.op == Op::step && !p.recompute()
-                          ? step_flush_slices(o.slices, seqs, p.early, p.V % 4 == 0, p.H, nsplit, dev.sms)
+                          ? step_flush_slices(o.slices, seqs, p.early, p.V % 4 == 0, p.H, nsplit, dev.sms,
+                                              bits == 32 && p.flushing >= 0 ? p.B : 0)
                           : 1;
   plan.group_heads = group_heads_rule(p.B, p.G, p.H, p.drafts(), o.heads, dev.sms);
   if (plan.group_heads > 1 && !p.group_fits) plan.group_heads = 1;

@@ -148,8 +148,16 @@ bool kernel_split_rule(int state_bits, int drafts, bool recompute, bool fp32_ste
 // where the slices outnumber them; else one (a wide grid at small batch).
 inline constexpr int kFlushCtasPerSm = 4;
 int flush_slices_rule(long long flushing_seqs, int H, int nsplit, int sms);
-// One op's slices: 1 unless every flush is a lean step flush (V % 4 == 0, not u=recompute) and none is early.
-int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit, int sms);
+// The FP32 step's flush, which runs beside the step (PDL or the fused grid): one slice per CTA where every sequence
+// flushes (no step beside it: the widest flush grid), whole heads where its slices reach the SM count (then the fused
+// grid runs), else half a head. Measured on an H100 against one slice per CTA: GDN B = 2 / 8 / 16 -2 / -15 / -13%
+// (half heads), B = 24..64 -6..-9% (whole heads); Mamba-2 B = 2..32 -4..-13% (whole heads); B = 1 within 0.2 us.
+int fp32_flush_slices_rule(long long flushing_seqs, int B, int H, int nsplit, int sms);
+// One op's slices: 1 unless every flush is a lean step flush (V % 4 == 0, not u=recompute) and none is early;
+// fp32_batch > 0: the FP32 step at that batch with a known flush count (fp32_flush_slices_rule), else
+// flush_slices_rule.
+int step_flush_slices(int forced, long long flushing_seqs, int early_hint, bool lean_flush, int H, int nsplit, int sms,
+                      int fp32_batch = 0);
 // The FP32 step kernel's CTA (split layout): one 32-row group of a head where a head's groups outnumber the ring's two
 // stages (a chain of refills) and its grid would leave SMs idle (B H < kSliceStepHeadsPerSm SMs); else a whole head,
 // the window and tables built once. Measured on an H100 (GDN, 4 groups): B = 1 -18%, B = 4 -4%, B = 16 +4%; Mamba-2

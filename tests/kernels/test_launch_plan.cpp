@@ -88,14 +88,26 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
   // conventional decode: one kernel, every batch
   for (const int B : {1, 256})
     CHECK(plan(real_problem(Arch::gdn, Policy::conventional_shared, FormatId::fp32, B)).layout == Layout::conventional);
-  // FP32 ReplaySSM step: head_step_kernel in the split layout at every batch size, with a CTA per row group where a
-  // GDN head's four groups and B H < the SM count (B = 1, 4), the fused grid where the flush items are whole heads;
-  // the combined grid only for the u=recompute step
-  for (const int B : {1, 4, 8, 16, 64}) {
+  // FP32 ReplaySSM step: head_step_kernel, with a CTA per row group where a GDN head's four groups and B H < the SM
+  // count (B = 1, 4); the flush beside it in one slice per CTA where every sequence flushes (B = 1), half heads while
+  // its slices are fewer than the SMs (GDN B <= 16: one flushing sequence), else whole heads in the fused grid; the
+  // combined grid only for the u=recompute step
+  for (const int B : {1, 4, 8, 16, 32, 64}) {
+    INFO("B = " << B);
     const kern::LaunchPlan g = plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, B));
-    CHECK(g.layout == Layout::split);
+    CHECK(g.layout == (B <= 16 ? Layout::split : Layout::fused));
+    CHECK(g.flush_slices == (B == 1 ? 1 : B <= 16 ? 2 : 4));
     CHECK(g.hot == (B * 32 < 132 ? Hot::slice_step : Hot::head_step));
   }
+  CHECK(kern::fp32_flush_slices_rule(1, 1, 32, 4, 132) == 1);    // every sequence flushes
+  CHECK(kern::fp32_flush_slices_rule(1, 16, 32, 4, 132) == 2);   // 128 slices < 132 SMs
+  CHECK(kern::fp32_flush_slices_rule(2, 32, 32, 4, 132) == 4);   // 256 slices
+  CHECK(kern::fp32_flush_slices_rule(1, 2, 128, 2, 132) == 2);   // Mamba-2: 256 slices
+  CHECK(kern::fp32_flush_slices_rule(3, 64, 32, 1, 132) == 1);   // one slice per head
+  // a flush count the caller does not know keeps the general rule (sized for every sequence flushing)
+  kern::Problem unknown = real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 16);
+  unknown.flushing = -1;
+  CHECK(plan(unknown).flush_slices == kern::flush_slices_rule(16, 32, 4, 132));
   CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 1)).hot == Hot::head_step);
   CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 16)).hot == Hot::head_step);
   CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 16), "step=head").hot == Hot::head_step);
@@ -114,7 +126,8 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
   CHECK(g256.fixed_records);
   CHECK(g256.flush_slices == 4);  // whole heads
   CHECK(g256.fused_rows == 16);
-  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 16)).layout == Layout::split);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 1)).layout == Layout::split);
+  CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 16)).layout == Layout::fused);
   CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 64)).layout == Layout::fused);
   CHECK(plan(real_problem(Arch::mamba2, Policy::replay_shared, FormatId::fp32, 128)).layout == Layout::fused);
   // layout=split keeps the two kernels where the fused grid would run
