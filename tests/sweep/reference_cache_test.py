@@ -4,6 +4,7 @@ bit); --reference-cache computes each model's reference once and reuses it (also
 the unsharded run); a cache file of other inputs or shapes is refused (one line naming the file and the field,
 exit 2); without the option no reference file outlives the sweep; `replayssm reference-cache` fills a directory that
 sweeps then only reuse."""
+import glob
 import os
 import re
 import shutil
@@ -119,7 +120,14 @@ with tempfile.TemporaryDirectory() as tmp:
 
     refused("key", other_text, "text_hash")
     refused("shape", short_nll, "nll")
-    r = run("--out", out("nodir.h5"), "--reference-cache", out("missing"))
-    check(r.returncode == 2 and "missing" in r.stderr, f"a missing cache directory: {r.returncode} {r.stderr.strip()}")
+    # a missing cache directory is created (shards share a new one); a path that is a file is refused, naming it
+    r = run("--out", out("newdir.h5"), "--reference-cache", out("missing"))
+    check(r.returncode == 0 and len(glob.glob(os.path.join(out("missing"), "reference-*.h5"))) == 2,
+          f"a missing cache directory is created and filled: {r.returncode} {r.stderr.strip()[-300:]}")
+    with open(out("afile"), "w") as fh:
+        fh.write("not a directory")
+    r = run("--out", out("nodir.h5"), "--reference-cache", out("afile"))
+    check(r.returncode == 2 and "afile" in r.stderr and "--reference-cache" in r.stderr,
+          f"a cache path that is a file: {r.returncode} {r.stderr.strip()}")
 
 finish("sweep_reference_cache")
