@@ -7,29 +7,13 @@
 #include <memory>
 
 #include "core/errors.h"
+#include "core/fnv1a.h"
 #include "core/version.h"
 
 namespace replayssm::sweep {
 namespace {
 
 constexpr const char* kKind = "replayssm FP64 reference cache";
-
-struct Fnv1a {
-  std::uint64_t h = 1469598103934665603ULL;
-  void add(const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= p[i];
-      h *= 1099511628211ULL;
-    }
-  }
-  void add(const std::string& s) { add(s.data(), s.size()); }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return buf;
-  }
-};
 
 std::string file_hash(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

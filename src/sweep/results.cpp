@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/fnv1a.h"
 #include "sweep/metrics.h"
 
 namespace replayssm::sweep {
@@ -135,15 +136,9 @@ ReferenceSummary read_reference(const h5::File& f, const std::string& model) {
 
 std::string hash_config(const std::map<std::string, std::string>& config) {
   // FNV-1a over "key=value\n" in key order: stable across runs, machines and shards.
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const auto& [k, v] : config)
-    for (char c : k + "=" + v + "\n") {
-      h ^= static_cast<unsigned char>(c);
-      h *= 1099511628211ULL;
-    }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  Fnv1a h;
+  for (const auto& [k, v] : config) h.add(k + "=" + v + "\n");
+  return h.hex();
 }
 
 void write_header(h5::File& f, const SweepHeader& h) {

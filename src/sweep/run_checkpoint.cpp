@@ -12,6 +12,7 @@
 
 #include "core/blob.h"
 #include "core/errors.h"
+#include "core/fnv1a.h"
 
 namespace replayssm::sweep {
 namespace {
@@ -21,12 +22,9 @@ constexpr char kMagic[8] = {'R', 'S', 'S', 'M', 'C', 'K', 'P', 'T'};
 constexpr std::uint32_t kLayout = 1;
 
 std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
+  Fnv1a h;
+  h.add(p, n);
+  return h.h;
 }
 
 // write(2) all of it; false on an error.
