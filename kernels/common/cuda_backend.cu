@@ -16,6 +16,7 @@
 #include "emulation/device_backend.h"
 #include "emulation/flush_rule.h"
 #include "kernels/common/decode_kernel.h"
+#include "kernels/common/device_probe.h"
 
 namespace replayssm::kern {
 namespace {
@@ -387,18 +388,8 @@ namespace replayssm::emu {
 
 std::unique_ptr<DecodeBackend> make_cuda_backend(const DeviceBackendOptions& o, std::string* why_not) {
   kern::PlanOverride plan = kern::resolve_plan_override(o.plan);  // a bad override throws, device or not
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    if (why_not)
-      *why_not = std::string("no CUDA device (") + (e != cudaSuccess ? cudaGetErrorString(e) : "device count 0") + ")";
-    return nullptr;
-  }
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-    if (why_not) *why_not = "no CUDA device (cudaGetDeviceProperties failed)";
-    return nullptr;
-  }
+  if (!kern::probe_device0(&prop, why_not)) return nullptr;
   return std::make_unique<kern::CudaBackend>(std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
                                                  std::to_string(prop.minor) + ")",
                                              std::move(plan));

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/default_inputs.h"
+#include "cli/fp64_option.h"
 #include "core/errors.h"
 #include "runtime/forward.h"
 #include "sweep/reference_cache.h"
@@ -27,7 +28,8 @@ void add_options(po::options_description& d) {
     ("offset", po::value<long long>()->default_value(0), "byte offset of the slice in the text")
     ("tokens", po::value<int>()->default_value(32768), "positions (the same as the sweep's --tokens)")
     ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
-     "positions teacher-forced at a time: memory grows with it, the file does not change by a bit");
+     "positions teacher-forced at a time: memory grows with it, the file does not change by a bit")
+    ("fp64", po::value<std::string>()->default_value("auto"), kFp64OptionHelp);
 }
 
 int run(const po::variables_map& vm) {
@@ -47,8 +49,11 @@ int run(const po::variables_map& vm) {
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) throw UserError("--dir " + dir + ": cannot create the directory");
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::unique_ptr<runtime::Fp64Device> fp64 = make_fp64_device(vm["fp64"].as<std::string>());
+  std::cout << "reference: FP64 model on " << fp64_device_name(fp64.get()) << "\n";
   for (const std::string& path : models) {
-    const sweep::ModelEvaluator model(path);
+    sweep::ModelEvaluator model(path);
+    model.use_fp64_device(fp64.get());
     const sweep::ReferenceFile rf = sweep::ensure_reference(model, text, dir, std::min(chunk, tokens), threads,
                                                             {command_line(), resolved_options(vm)});
     std::cout << "reference: " << (rf.reused ? "reused " : "computed " + model.name() + " in " +

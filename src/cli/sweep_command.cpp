@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/default_inputs.h"
+#include "cli/fp64_option.h"
 #include "cli/sweep_backends.h"
 #include "cli/sweep_progress.h"
 #include "cli/sweep_tree.h"
@@ -58,6 +59,7 @@ void add_options(po::options_description& d) {
      "replay-buffer record formats: fp32, bf16 (k and u / dt x stored in BF16; replay policies only; comma list)")
     ("seed", po::value<unsigned long long>()->default_value(0), "stochastic-rounding seed")
     ("backend", po::value<std::string>()->default_value("auto"), "auto (CUDA if a GPU is present), cuda, emulated")
+    ("fp64", po::value<std::string>()->default_value("auto"), kFp64OptionHelp)
     ("jobs", po::value<int>()->default_value(0), "runs evaluated in parallel (emulated backend; 0 = all cores)")
     ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
      "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
@@ -209,7 +211,7 @@ int run(const po::variables_map& cli) {
     if (vm["gate"].as<bool>())
       throw UserError("--gate: an activation-dump sweep has no KL or top-1 to judge (no model head)");
     for (const char* k : {"out", "resume", "shard", "quiet", "jobs", "config", "activations", "tokens", "offset", "gate",
-                          "chunk", "checkpoint-every", "reference-cache"})
+                          "chunk", "checkpoint-every", "reference-cache", "fp64"})
       job.config.erase(k);
     int jobs = vm["jobs"].as<int>();
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -270,6 +272,16 @@ int run(const po::variables_map& cli) {
   for (const auto& m : models) max_layers = std::max(max_layers, m->layers());
   Backends be = make_backends(tree ? "emulated" : vm["backend"].as<std::string>(), jobs, max_layers, quiet);
   if (be.name == "cuda") jobs = 1;
+  // Tree rounds run the FP64 model through runtime::TreeForward on the CPU: all of it stays there.
+  if (tree && vm["fp64"].as<std::string>() == "cuda")
+    throw UserError("--fp64 cuda: tree sweeps run the FP64 model on the CPU (--fp64 auto or cpu)");
+  const std::unique_ptr<runtime::Fp64Device> fp64 = make_fp64_device(tree ? "cpu" : vm["fp64"].as<std::string>());
+  const std::string fp64_name = fp64_device_name(fp64.get());
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (auto& m : models) {
+    m->use_fp64_device(fp64.get());
+    m->set_mode_threads(std::max(1, cores / jobs));  // the CUDA backend's single run gets every core
+  }
   // Tree rounds do not run through evaluate_run's chunks: no checkpoints.
   if (tree) {
     if (!vm["checkpoint-every"].defaulted() && checkpoint_every > 0)
@@ -280,7 +292,8 @@ int run(const po::variables_map& cli) {
   sweep::SweepHeader header;
   header.config = resolved_options(vm);
   for (const char* volatile_key :
-       {"out", "resume", "shard", "quiet", "jobs", "config", "gate", "chunk", "checkpoint-every", "reference-cache"})
+       {"out", "resume", "shard", "quiet", "jobs", "config", "gate", "chunk", "checkpoint-every", "reference-cache",
+        "fp64"})
     header.config.erase(volatile_key);
   header.config["backend"] = be.name;
   header.config["model"] = [&] {
@@ -304,7 +317,8 @@ int run(const po::variables_map& cli) {
   if (!quiet)
     std::cerr << "sweep: " << mine.size() << " run(s)" << (shard.second > 1 ? " in shard " + vm["shard"].as<std::string>() : "")
               << ", " << refs.size() << " model(s), " << tokens << " positions of " << text.id << ", backend "
-              << be.name << " (" << be.device << "), " << jobs << " job(s), " << chunk_used
+              << be.name << " (" << be.device << "), FP64 model on " << fp64_name << ", " << jobs << " job(s), "
+              << chunk_used
               << "-position chunks, "
               << (checkpoint_every ? "checkpoints every " +
                                          std::to_string((checkpoint_every + chunk_used - 1LL) / chunk_used * chunk_used) +
@@ -422,6 +436,7 @@ int run(const po::variables_map& cli) {
                                                         be.of_worker(w), header.bins, chunk_used, &ck);
         r.attrs["backend"] = be.name;
         r.attrs["device"] = be.device;
+        r.attrs["fp64_device"] = fp64_name;
         h5::AtomicOutput f(work + "/" + spec.id + ".h5");
         f.file().set_attr("/", "config_hash", header.config_hash);
         sweep::write_run(f.file(), "/run", r);

@@ -130,6 +130,24 @@ std::size_t at(int t, int heads, int h, int dim) {
   return (std::size_t(t) * std::size_t(heads) + std::size_t(h)) * std::size_t(dim);
 }
 
+// recurrent_fast's layer on the device: the job's per-token arrays hold what the TokenFn would hand each step.
+ref::LayerOutputs recurrent_on_device(Fp64Device& dev, RecurrenceJob job, const std::vector<double>* initial) {
+  ref::LayerOutputs out;
+  out.o.assign(std::size_t(job.T) * std::size_t(job.H) * std::size_t(job.V), 0.0);
+  const std::size_t state = std::size_t(job.H) * std::size_t(job.V) * std::size_t(job.K);
+  if (initial) {
+    if (initial->size() != state) throw std::invalid_argument("recurrence: initial state of the wrong size");
+    out.final_state = *initial;
+  } else {
+    out.final_state.assign(state, 0.0);
+  }
+  job.block_cols = recurrent_step_block_cols(job.V, job.K);
+  job.state = out.final_state.data();
+  job.o = out.o.data();
+  dev.recurrence(job);
+  return out;
+}
+
 // The heads [h0, h1) of a [heads][V][K] state, or null.
 const std::vector<double>* slice_state(const std::vector<double>* initial, int h0, int h1, std::size_t per_head,
                                        std::vector<double>& buf) {
@@ -161,6 +179,19 @@ ref::LayerOutputs ReferenceBackend::mamba2_chunk(int layer, const ref::Mamba2Inp
 }
 
 ref::LayerOutputs ReferenceBackend::gdn(const ref::GdnInputs& in, const std::vector<double>* initial) {
+  if (device_ && recurrent_step_fast_ok(in.V, in.K) && device_->recurrence_fits(in.V, in.K)) {
+    in.validate();
+    // the TokenFn's values below, for every token at once
+    const std::size_t th = std::size_t(in.T) * std::size_t(in.Hv);
+    std::vector<double> a(th), q(in.q.size());
+    for (std::size_t i = 0; i < th; ++i) a[i] = std::exp(in.g[i]);
+    for (std::size_t i = 0; i < q.size(); ++i) q[i] = in.scale * in.q[i];
+    RecurrenceJob job;
+    job.gdn = true;
+    job.T = in.T, job.H = in.Hv, job.G = in.Hk, job.V = in.V, job.K = in.K;
+    job.a = a.data(), job.beta = in.beta.data(), job.v = in.v.data(), job.k = in.k.data(), job.q = q.data();
+    return recurrent_on_device(*device_, job, initial);
+  }
   if (recurrent_step_fast_ok(in.V, in.K)) {
     in.validate();
     // ref::gdn_head_token: a = exp(g), beta, v, k of key head h / (Hv / Hk), q scaled
@@ -206,6 +237,27 @@ ref::LayerOutputs ReferenceBackend::gdn(const ref::GdnInputs& in, const std::vec
 }
 
 ref::LayerOutputs ReferenceBackend::mamba2(const ref::Mamba2Inputs& in, const std::vector<double>* initial) {
+  if (device_ && recurrent_step_fast_ok(in.P, in.N) && device_->recurrence_fits(in.P, in.N)) {
+    in.validate();
+    // the TokenFn's values below, for every token at once
+    std::vector<double> a(std::size_t(in.T) * std::size_t(in.H)), v(in.x.size()), skip;
+    if (!in.D.empty()) skip.resize(in.x.size());
+    for (int t = 0; t < in.T; ++t)
+      for (int h = 0; h < in.H; ++h) {
+        const double dt = in.dt[at(t, in.H, h, 1)];
+        a[at(t, in.H, h, 1)] = std::exp(dt * in.A[std::size_t(h)]);
+        const std::size_t o = at(t, in.H, h, in.P);
+        for (int i = 0; i < in.P; ++i) v[o + std::size_t(i)] = dt * in.x[o + std::size_t(i)];
+        if (!in.D.empty())
+          for (int i = 0; i < in.P; ++i) skip[o + std::size_t(i)] = in.D[std::size_t(h)] * in.x[o + std::size_t(i)];
+      }
+    RecurrenceJob job;
+    job.gdn = false;
+    job.T = in.T, job.H = in.H, job.G = in.G, job.V = in.P, job.K = in.N;
+    job.a = a.data(), job.v = v.data(), job.k = in.B.data(), job.q = in.C.data();
+    job.skip = skip.empty() ? nullptr : skip.data();
+    return recurrent_on_device(*device_, job, initial);
+  }
   if (recurrent_step_fast_ok(in.P, in.N)) {
     in.validate();
     // ref::mamba2_head_token: a = exp(dt A_h), v = dt x, k = B, q = C of group h / (H / G), skip = D_h x

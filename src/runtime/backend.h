@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reference/layer_inputs.h"
+#include "runtime/fp64_device.h"
 
 namespace replayssm::runtime {
 
@@ -39,10 +40,11 @@ struct StreamingRecurrence {
 // ref::gdn_recurrent / ref::mamba2_recurrent (the FP64 spec). threads > 1 splits a layer's heads over threads
 // (heads are independent; results are bit-identical to threads = 1). As a StreamingRecurrence it continues each
 // layer from the state its previous chunk ended in: one step per token either way, so the bits do not depend on
-// the chunking.
+// the chunking. With a device (not owned) the fast step runs there, the same bits (runtime/fp64_device.h).
 class ReferenceBackend : public RecurrenceBackend, public StreamingRecurrence {
  public:
-  explicit ReferenceBackend(int threads = 1) : threads_(threads < 1 ? 1 : threads) {}
+  explicit ReferenceBackend(int threads = 1, Fp64Device* device = nullptr)
+      : threads_(threads < 1 ? 1 : threads), device_(device) {}
   std::string name() const override { return "reference-fp64"; }
   ref::LayerOutputs run_gdn(const ref::GdnInputs& in) override;
   ref::LayerOutputs run_mamba2(const ref::Mamba2Inputs& in) override;
@@ -54,6 +56,7 @@ class ReferenceBackend : public RecurrenceBackend, public StreamingRecurrence {
   ref::LayerOutputs gdn(const ref::GdnInputs& in, const std::vector<double>* initial);
   ref::LayerOutputs mamba2(const ref::Mamba2Inputs& in, const std::vector<double>* initial);
   int threads_;
+  Fp64Device* device_;
   std::vector<std::vector<double>> states_;  // per layer, [heads][V][K]; empty: the zero state
 };
 

@@ -163,6 +163,8 @@ StepFn step_fn() {
 
 }  // namespace
 
+int recurrent_step_block_cols(int V, int K) { return gemv_block_cols(V, K); }
+
 bool recurrent_step_fast_ok(int V, int K) { return kEigenGemv34 && V > 1 && K >= 1; }
 
 void recurrent_step_fast(bool gdn, const StepHead& h, int V, int K, double* scratch) {

@@ -16,6 +16,9 @@ struct StepHead {
 // (Eigen 3.4 and V > 1); otherwise use ref::recurrent_step.
 bool recurrent_step_fast_ok(int V, int K);
 
+// The columns of each partial sum of the S x products (Eigen's gemv blocking for a [V][K] state).
+int recurrent_step_block_cols(int V, int K);
+
 // One step of one head. scratch: 2 * V doubles.
 void recurrent_step_fast(bool gdn, const StepHead& h, int V, int K, double* scratch);
 

@@ -25,10 +25,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// X W^T (runtime/gemm.h: one fma chain per element, independent of threads and T).
-Mat matmul_nt(const Mat& X, const Mat& W, int threads) {
+// X W^T (runtime/gemm.h: one fma chain per element, independent of threads, T and the device).
+Mat matmul_nt(const Mat& X, const Mat& W, int threads, Fp64Device* device = nullptr) {
   Mat Y(X.rows(), W.rows());
-  gemm_nt(X.data(), W.data(), Y.data(), std::size_t(X.rows()), std::size_t(W.rows()), std::size_t(X.cols()), threads);
+  if (device)
+    device->gemm_nt(X.data(), W.data(), Y.data(), std::size_t(X.rows()), std::size_t(W.rows()), std::size_t(X.cols()));
+  else
+    gemm_nt(X.data(), W.data(), Y.data(), std::size_t(X.rows()), std::size_t(W.rows()), std::size_t(X.cols()), threads);
   return Y;
 }
 
@@ -154,10 +157,11 @@ std::vector<double> to_vec(const M& m) {
 
 }  // namespace
 
-ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads, ConvTails* tails) {
+ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads, ConvTails* tails,
+                                Fp64Device* device) {
   const ModelConfig& c = m.cfg;
   const GdnWeights& w = m.layers.at(std::size_t(layer)).gdn;
-  const Mat all = matmul_nt(x, w.in_fused, threads);
+  const Mat all = matmul_nt(x, w.in_fused, threads, device);
   const Eigen::Index qk = Eigen::Index(c.Hk) * c.K, vv = Eigen::Index(c.Hv) * c.V, hv = c.Hv;
   Mat q = all.middleCols(0, qk), k = all.middleCols(qk, qk), v = all.middleCols(2 * qk, vv);
   conv_silu(q, w.conv_q, nullptr, threads, tails ? &(*tails)[0] : nullptr);
@@ -177,10 +181,10 @@ ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat
 }
 
 ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads,
-                                      ConvTails* tails) {
+                                      ConvTails* tails, Fp64Device* device) {
   const ModelConfig& c = m.cfg;
   const Mamba2Weights& w = m.layers.at(std::size_t(layer)).mamba2;
-  const Mat all = matmul_nt(x, w.in_fused, threads);
+  const Mat all = matmul_nt(x, w.in_fused, threads, device);
   const Eigen::Index di = c.d_inner, gn = Eigen::Index(c.G) * c.N;
   Mat xs = all.middleCols(di, di), B = all.middleCols(2 * di, gn), C = all.middleCols(2 * di + gn, gn);
   conv_silu(xs, w.conv_x, &w.conv_bias_x, threads, tails ? &(*tails)[0] : nullptr);
@@ -277,6 +281,7 @@ Mat ForwardStream::next(const std::uint8_t* tokens, std::size_t n) {
   if (n == 0) throw std::invalid_argument("ForwardStream: empty chunk");
   const ModelConfig& c = m_.cfg;
   const int th = std::max(1, opt_.threads);
+  Fp64Device* const dev = opt_.device;
   const auto T = static_cast<Eigen::Index>(n);
   const auto t_start = Clock::now();
   double recurrence = 0.0;
@@ -290,7 +295,7 @@ Mat ForwardStream::next(const std::uint8_t* tokens, std::size_t n) {
     {
       const Mat x = rmsnorm(h, lw.norm1, c.norm_eps, th);
       if (c.is_gdn()) {
-        const ref::GdnInputs in = gdn_layer_inputs(m_, l, x, &z, th, tails);
+        const ref::GdnInputs in = gdn_layer_inputs(m_, l, x, &z, th, tails, dev);
         const auto t0 = Clock::now();
         const ref::LayerOutputs out = rec_.gdn_chunk(l, in);
         recurrence += since(t0);
@@ -299,7 +304,7 @@ Mat ForwardStream::next(const std::uint8_t* tokens, std::size_t n) {
         if (observer_) observer_(l, &in, nullptr, out);
         y = Eigen::Map<const Mat>(out.o.data(), T, Eigen::Index(c.Hv) * c.V);
       } else {
-        const ref::Mamba2Inputs in = mamba2_layer_inputs(m_, l, x, &z, th, tails);
+        const ref::Mamba2Inputs in = mamba2_layer_inputs(m_, l, x, &z, th, tails, dev);
         const auto t0 = Clock::now();
         const ref::LayerOutputs out = rec_.mamba2_chunk(l, in);
         recurrence += since(t0);
@@ -312,19 +317,19 @@ Mat ForwardStream::next(const std::uint8_t* tokens, std::size_t n) {
     if (c.is_gdn()) {
       rmsnorm_groups(y, c.V, lw.gdn.norm, c.gated_norm_eps, th);
       mul_silu(y, z, th);
-      h.noalias() += matmul_nt(y, lw.gdn.out, th);
+      h.noalias() += matmul_nt(y, lw.gdn.out, th, dev);
     } else {
       mul_silu(y, z, th);
       rmsnorm_groups(y, c.d_inner / c.G, lw.mamba2.norm, c.gated_norm_eps, th);
-      h.noalias() += matmul_nt(y, lw.mamba2.out, th);
+      h.noalias() += matmul_nt(y, lw.mamba2.out, th, dev);
     }
     const Mat x2 = rmsnorm(h, lw.norm2, c.norm_eps, th);
-    const Mat gu = matmul_nt(x2, lw.w_gate_up, th);
+    const Mat gu = matmul_nt(x2, lw.w_gate_up, th, dev);
     Mat gate = gu.leftCols(c.d_ff);
     silu_mul(gate, gu.rightCols(c.d_ff), th);
-    h.noalias() += matmul_nt(gate, lw.w_down, th);
+    h.noalias() += matmul_nt(gate, lw.w_down, th, dev);
   }
-  Mat logits = matmul_nt(rmsnorm(h, m_.final_norm, c.norm_eps, th), m_.lm_head, th);
+  Mat logits = matmul_nt(rmsnorm(h, m_.final_norm, c.norm_eps, th), m_.lm_head, th, dev);
   parallel_rows(T, th, [&](Eigen::Index r0, Eigen::Index r1) {
     for (Eigen::Index t = r0; t < r1; ++t) {
       const double mx = logits.row(t).maxCoeff();

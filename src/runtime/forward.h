@@ -16,6 +16,7 @@ namespace replayssm::runtime {
 
 struct ForwardOptions {
   int threads = 1;  // std::threads for the projections (row blocks over time); the backend has its own setting
+  Fp64Device* device = nullptr;  // the projections on this device (not owned), the same bits; null: the CPU
 };
 
 // Called once per SSM layer after its recurrence: exactly one of gdn / mamba2 is non-null (the inputs handed to
@@ -36,9 +37,9 @@ using ConvTails = std::array<Mat, 3>;
 // The recurrence inputs of one layer from its normed input x [T, d_model] (also used by tests and tools). With
 // tails, x continues the positions the tails were left by; the tails move on to the end of x.
 ref::GdnInputs gdn_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads = 1,
-                                ConvTails* tails = nullptr);
+                                ConvTails* tails = nullptr, Fp64Device* device = nullptr);
 ref::Mamba2Inputs mamba2_layer_inputs(const TinyModel& m, int layer, const Mat& x, Mat* z, int threads = 1,
-                                      ConvTails* tails = nullptr);
+                                      ConvTails* tails = nullptr, Fp64Device* device = nullptr);
 
 // Process-wide, opt-in (CLI commands call it once): keep freed memory in the malloc heap (glibc: no mmap for large
 // blocks, no trim). teacher_force allocates and frees [T, ~1500] float64 arrays per layer; at T = 131072 re-faulting

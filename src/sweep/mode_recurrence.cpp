@@ -101,9 +101,10 @@ void fill_mamba2(const ref::Mamba2Inputs& in, int t, StepBuffers& s) {
 }  // namespace
 
 struct ModeLayerStream::Impl {
-  Impl(emu::DecodeBackend& b, const emu::Mode& m) : be(b), mode(m) {}
+  Impl(emu::DecodeBackend& b, const emu::Mode& m, runtime::Fp64Device* d) : be(b), mode(m), device(d) {}
   emu::DecodeBackend& be;
   emu::Mode mode;
+  runtime::Fp64Device* device;
   bool started = false;
   std::int64_t position = 0;  // positions stepped so far
   int G = 0, H = 0, V = 0, K = 0;
@@ -152,6 +153,7 @@ struct ModeLayerStream::Impl {
   // shadow step is the same, wherever the chunks are cut.
   template <class FillFn>
   ref::LayerOutputs run(int T, FillFn&& fill, LayerDrift* drift) {
+    if (drift && fast && device && device->recurrence_fits(V, K)) return run_on_device(T, fill, drift);
     const bool gdn = mode.arch == emu::Arch::gdn;
     const ref::Recurrence rec = gdn ? ref::Recurrence::kGdn : ref::Recurrence::kMamba2;
     const std::size_t out_per_t = static_cast<std::size_t>(H) * static_cast<std::size_t>(V);
@@ -230,10 +232,135 @@ struct ModeLayerStream::Impl {
     }
     return out;
   }
+
+  // run() with the shadow on the device: per block of up to kDeviceBlock tokens and kDeviceFlushes flush windows (the
+  // block's backend states and state snapshots are held at once), the backend steps through every token
+  // (its state read after every L-th position, as run() does), then the shadow runs the block on the device and the
+  // drifts are formed from its outputs and state snapshots with the same relative_l2 calls. A divergence inside a
+  // block keeps the drifts of the block's whole L-windows before it, as run() does.
+  static constexpr int kDeviceBlock = 1024, kDeviceFlushes = 64;
+  template <class FillFn>
+  ref::LayerOutputs run_on_device(int T, FillFn&& fill, LayerDrift* drift) {
+    const bool gdn = mode.arch == emu::Arch::gdn;
+    const std::size_t out_per_t = static_cast<std::size_t>(H) * static_cast<std::size_t>(V);
+    const std::size_t state_n = out_per_t * static_cast<std::size_t>(K), hv = static_cast<std::size_t>(V);
+    const std::size_t gk = static_cast<std::size_t>(G) * static_cast<std::size_t>(K);
+    const std::int64_t first = position;
+    ref::LayerOutputs out;
+    out.o.resize(static_cast<std::size_t>(T) * out_per_t);
+    if (first == 0) {
+      drift->output.clear();
+      drift->steps.clear();
+      drift->state.clear();
+    }
+    drift->output.resize(static_cast<std::size_t>(first + T), 0.0);
+    StepBuffers& b = steps.front();
+    std::vector<double> a, beta, v, k, q, skp, job_state(state_n), snaps;
+    std::vector<float> got;  // the backend's state at each flush of the block
+    for (int t0 = 0; t0 < T;) {
+      // Blocks end where run()'s pieces do (multiples of L, the chunk's end), so a divergence drops the same piece.
+      const std::int64_t most = std::min<std::int64_t>(kDeviceBlock, std::int64_t(kDeviceFlushes) * mode.L);
+      int n = static_cast<int>(std::min<std::int64_t>(most, T - t0));
+      if (t0 + n < T) {
+        const int cut = n - static_cast<int>((first + t0 + n) % mode.L);
+        n = cut > 0 ? cut : static_cast<int>(std::min<std::int64_t>(mode.L - (first + t0) % mode.L, T - t0));
+      }
+      a.assign(std::size_t(n) * H, 0.0);
+      beta.assign(std::size_t(n) * H, 1.0);
+      v.assign(std::size_t(n) * out_per_t, 0.0);
+      skp.assign(skip ? std::size_t(n) * out_per_t : 0, 0.0);
+      k.assign(std::size_t(n) * gk, 0.0);
+      q.assign(std::size_t(n) * gk, 0.0);
+      got.clear();
+      // The tokens of the block whose shadow runs: all, or those before the piece where the outputs diverge.
+      int stepped = n;
+      std::int64_t diverged = -1;
+      for (int i = 0; i < n; ++i) {
+        const int t = t0 + i;
+        fill(t, b);
+        be.step(b.data.view(), o.data());
+        double* dst = &out.o[static_cast<std::size_t>(t) * out_per_t];
+        bool finite = true;
+        for (std::size_t j = 0; j < out_per_t && finite; ++j) {
+          finite = std::isfinite(o[j]);
+          dst[j] = o[j];
+        }
+        if (!finite) {
+          diverged = first + t;
+          stepped = std::max(0, i - static_cast<int>((first + t) % mode.L));
+          break;
+        }
+        std::copy(b.a.begin(), b.a.end(), a.begin() + std::ptrdiff_t(std::size_t(i) * H));
+        std::copy(b.beta.begin(), b.beta.end(), beta.begin() + std::ptrdiff_t(std::size_t(i) * H));
+        std::copy(b.v.begin(), b.v.end(), v.begin() + std::ptrdiff_t(std::size_t(i) * out_per_t));
+        if (skip) std::copy(b.skip.begin(), b.skip.end(), skp.begin() + std::ptrdiff_t(std::size_t(i) * out_per_t));
+        std::copy(b.k.begin(), b.k.end(), k.begin() + std::ptrdiff_t(std::size_t(i) * gk));
+        std::copy(b.q.begin(), b.q.end(), q.begin() + std::ptrdiff_t(std::size_t(i) * gk));
+        if ((first + t + 1) % mode.L == 0) {
+          be.state(S.data());
+          got.insert(got.end(), S.begin(), S.end());
+        }
+      }
+      if (stepped > 0) {
+        for (int h = 0; h < H; ++h)  // shadow[h] (column-major [K][V]) -> [H][V][K] row-major
+          for (int c = 0; c < K; ++c)
+            for (int r = 0; r < V; ++r)
+              job_state[(std::size_t(h) * hv + std::size_t(r)) * std::size_t(K) + std::size_t(c)] =
+                  shadow[std::size_t(h)].data()[std::size_t(c) * hv + std::size_t(r)];
+        runtime::RecurrenceJob job;
+        job.gdn = gdn;
+        job.T = stepped, job.H = H, job.G = G, job.V = V, job.K = K;
+        job.block_cols = runtime::recurrent_step_block_cols(V, K);
+        job.a = a.data(), job.beta = beta.data(), job.v = v.data(), job.k = k.data(), job.q = q.data();
+        job.skip = skip ? skp.data() : nullptr;
+        job.state = job_state.data();
+        o_ref.resize(std::size_t(stepped) * out_per_t);
+        job.o = o_ref.data();
+        const std::int64_t start = first + t0;
+        job.snapshot_period = mode.L;
+        job.snapshot_offset = static_cast<int>(start % mode.L);
+        const int nsnap = runtime::snapshot_count(stepped, mode.L, job.snapshot_offset);
+        snaps.resize(std::size_t(nsnap) * state_n);
+        job.snapshots = snaps.data();
+        device->recurrence(job);
+        for (int h = 0; h < H; ++h)
+          for (int c = 0; c < K; ++c)
+            for (int r = 0; r < V; ++r)
+              shadow[std::size_t(h)].data()[std::size_t(c) * hv + std::size_t(r)] =
+                  job_state[(std::size_t(h) * hv + std::size_t(r)) * std::size_t(K) + std::size_t(c)];
+        for (int i = 0; i < stepped; ++i)
+          drift->output[static_cast<std::size_t>(start + i)] = relative_l2(
+              o_ref.data() + std::size_t(i) * out_per_t, &out.o[std::size_t(t0 + i) * out_per_t], out_per_t);
+        int f = 0;
+        for (int i = 0; i < stepped; ++i) {
+          if ((start + i + 1) % mode.L != 0) continue;
+          const double* snap = snaps.data() + std::size_t(f) * state_n;
+          const float* g = got.data() + std::size_t(f) * state_n;
+          for (int h = 0; h < H; ++h)  // [H][K][V] -> (h, r, c) order, as run() compares
+            for (int r = 0; r < V; ++r)
+              for (int c = 0; c < K; ++c) {
+                const std::size_t idx = (std::size_t(h) * hv + std::size_t(r)) * std::size_t(K) + std::size_t(c);
+                S_ref[idx] = snap[(std::size_t(h) * std::size_t(K) + std::size_t(c)) * hv + std::size_t(r)];
+                S_got[idx] = g[idx];
+              }
+          drift->steps.push_back(start + i + 1);
+          drift->state.push_back(relative_l2(S_ref.data(), S_got.data(), state_n));
+          ++f;
+        }
+      }
+      if (diverged >= 0) {
+        position = first + t0 + stepped;
+        throw Diverged(diverged);
+      }
+      t0 += n;
+      position = first + t0;
+    }
+    return out;
+  }
 };
 
-ModeLayerStream::ModeLayerStream(emu::DecodeBackend& backend, const emu::Mode& mode)
-    : impl_(std::make_unique<Impl>(backend, mode)) {}
+ModeLayerStream::ModeLayerStream(emu::DecodeBackend& backend, const emu::Mode& mode, runtime::Fp64Device* device)
+    : impl_(std::make_unique<Impl>(backend, mode, device)) {}
 ModeLayerStream::~ModeLayerStream() = default;
 ModeLayerStream::ModeLayerStream(ModeLayerStream&&) noexcept = default;
 

@@ -14,6 +14,7 @@
 
 #include "emulation/decode_api.h"
 #include "reference/layer_inputs.h"
+#include "runtime/fp64_device.h"
 
 namespace replayssm::sweep {
 
@@ -35,9 +36,12 @@ struct LayerDrift {
 // positions): the backend's state, the FP64 shadow and the position count carry from chunk to chunk, so outputs
 // and drifts are bit for bit those of one call over the whole sequence. The backend belongs to this layer until
 // the sequence ends (its first chunk init()s it); drift gets each chunk's positions appended.
+//
+// With an FP64 device (not owned) the shadow runs there, a block of tokens at a time after the backend has stepped
+// through them (the backend sees the same calls in the same order); outputs and drifts are the same bits.
 class ModeLayerStream {
  public:
-  ModeLayerStream(emu::DecodeBackend& backend, const emu::Mode& mode);
+  ModeLayerStream(emu::DecodeBackend& backend, const emu::Mode& mode, runtime::Fp64Device* device = nullptr);
   ~ModeLayerStream();
   ModeLayerStream(ModeLayerStream&&) noexcept;
   ref::LayerOutputs gdn(const ref::GdnInputs& in, LayerDrift* drift);

@@ -20,15 +20,16 @@ namespace {
 // Each SSM layer through its own decode backend (a backend holds one layer's state from chunk to chunk).
 class ModeLayers : public runtime::StreamingRecurrence {
  public:
-  ModeLayers(const std::vector<emu::DecodeBackend*>& be, const emu::Mode& m, std::vector<LayerDrift>* drifts)
-      : backends_(be), mode_(m), drifts_(drifts) {}
+  ModeLayers(const std::vector<emu::DecodeBackend*>& be, const emu::Mode& m, std::vector<LayerDrift>* drifts,
+             runtime::Fp64Device* device)
+      : backends_(be), mode_(m), drifts_(drifts), device_(device) {}
   std::string name() const override { return "mode " + mode_.name(); }
   void start(int layers) override {
     if (backends_.size() < static_cast<std::size_t>(layers))
       throw std::invalid_argument("mode_stream: " + std::to_string(layers) + " layers need as many decode backends, got " +
                                   std::to_string(backends_.size()));
     streams_.clear();
-    for (int l = 0; l < layers; ++l) streams_.emplace_back(*backends_[static_cast<std::size_t>(l)], mode_);
+    for (int l = 0; l < layers; ++l) streams_.emplace_back(*backends_[static_cast<std::size_t>(l)], mode_, device_);
     if (drifts_) drifts_->assign(static_cast<std::size_t>(layers), LayerDrift{});
   }
   ref::LayerOutputs gdn_chunk(int layer, const ref::GdnInputs& in) override {
@@ -78,6 +79,7 @@ class ModeLayers : public runtime::StreamingRecurrence {
   std::vector<emu::DecodeBackend*> backends_;
   emu::Mode mode_;
   std::vector<LayerDrift>* drifts_;
+  runtime::Fp64Device* device_;
   std::vector<ModeLayerStream> streams_;
 };
 
@@ -86,8 +88,8 @@ template <class Recurrence>
 class LogpStream : public ModelEvaluator::Stream {
  public:
   template <class... Args>
-  LogpStream(const runtime::TinyModel& m, int threads, Args&&... args)
-      : rec_(std::forward<Args>(args)...), fwd_(m, rec_, runtime::ForwardOptions{threads}) {}
+  LogpStream(const runtime::TinyModel& m, int threads, runtime::Fp64Device* device, Args&&... args)
+      : rec_(std::forward<Args>(args)...), fwd_(m, rec_, runtime::ForwardOptions{threads, device}) {}
   std::vector<double> next(const std::uint8_t* tokens, std::size_t n) override {
     const runtime::Mat lp = fwd_.next(tokens, n);
     return std::vector<double>(lp.data(), lp.data() + lp.size());  // row-major [n][256]
@@ -129,13 +131,14 @@ std::pair<int, int> ModelEvaluator::state_shape() const {
 }
 
 std::unique_ptr<ModelEvaluator::Stream> ModelEvaluator::reference_stream(int threads) const {
-  return std::make_unique<LogpStream<runtime::ReferenceBackend>>(impl_->model, threads, threads);
+  return std::make_unique<LogpStream<runtime::ReferenceBackend>>(impl_->model, threads, device_, threads, device_);
 }
 
 std::unique_ptr<ModelEvaluator::Stream> ModelEvaluator::mode_stream(const std::vector<emu::DecodeBackend*>& layer_backends,
                                                                     const emu::Mode& mode,
                                                                     std::vector<LayerDrift>* drifts) const {
-  return std::make_unique<LogpStream<ModeLayers>>(impl_->model, 1, layer_backends, mode, drifts);
+  return std::make_unique<LogpStream<ModeLayers>>(impl_->model, mode_threads_, device_, layer_backends, mode, drifts,
+                                                   device_);
 }
 
 }  // namespace replayssm::sweep

@@ -100,7 +100,9 @@ ReferenceFile ensure_reference(const ModelEvaluator& model, const TextSlice& tex
   }
   f.write("/nll", {T}, out.summary.nll.data());
   f.set_attr("/nll", "meaning", "-log p(byte t + 1) of the reference, nats");
-  h5::write_provenance(f, provenance.command, provenance.options, "cpu");
+  const runtime::Fp64Device* dev = model.fp64_device();
+  f.set_attr("/", "fp64_device", dev ? dev->name() : std::string("cpu"));  // the same bits on either
+  h5::write_provenance(f, provenance.command, provenance.options, dev ? dev->name() : std::string("cpu"));
   file.commit();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   return out;

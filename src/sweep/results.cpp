@@ -107,7 +107,7 @@ RunResult read_run(const h5::File& f, const std::string& g) {
   r.index = f.attr_int(g, "index");
   r.elapsed_s = f.attr_double(g, "elapsed_s");
   for (const char* k : {"model", "text", "format", "scaling", "rounding", "policy", "L", "u_source", "records", "backend",
-                        "device", "seed", "mode", "diverged_at"})
+                        "device", "fp64_device", "seed", "mode", "diverged_at"})
     if (f.has_attr(g, k)) r.attrs[k] = f.attr_text(g, k);  // L, seed, diverged_at: numbers (strings in older files)
   for (const char* k : {"L", "seed", "diverged_at"}) {
     const auto it = r.attrs.find(k);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emulation/decode_api.h"
+#include "runtime/fp64_device.h"
 #include "sweep/mode_recurrence.h"
 #include "sweep/results.h"
 #include "sweep/run_checkpoint.h"
@@ -50,6 +51,13 @@ class ModelEvaluator {
     virtual void save(std::vector<std::uint8_t>& out) const;
     virtual void load(const std::uint8_t* blob, std::size_t size);
   };
+  // The FP64 model's projections (every stream) and the reference's recurrence on `device` (not owned; null: the
+  // CPU). The same bits either way (runtime/fp64_device.h). Set it before making streams.
+  void use_fp64_device(runtime::Fp64Device* device) { device_ = device; }
+  runtime::Fp64Device* fp64_device() const { return device_; }
+  // Threads for the row-wise FP64 work of each mode stream (norms, convolutions, gates, log-softmax; the bits do
+  // not depend on it): 1 where runs go in parallel, more where one run at a time has the cores to itself.
+  void set_mode_threads(int threads) { mode_threads_ = threads < 1 ? 1 : threads; }
   // The FP64 reference (threads: the recurrence's and the projections').
   std::unique_ptr<Stream> reference_stream(int threads) const;
   // Every SSM layer's recurrence run by its own backend (layer_backends[l], at least layers() of them) in `mode`;
@@ -61,6 +69,8 @@ class ModelEvaluator {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_, name_;
+  runtime::Fp64Device* device_ = nullptr;
+  int mode_threads_ = 1;
 };
 
 // Bytes per state element of a stored format at a head shape, scales included: bytes_per_state / (V K).

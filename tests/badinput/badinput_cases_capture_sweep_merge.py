@@ -264,6 +264,18 @@ def sweep_unknown_backend(tmp):
 
 
 @case
+def sweep_unknown_fp64(tmp):
+    return Expect(sweep_args(GDN, out_in(tmp), fp64="tpu"), ["--fp64", "tpu"], out=out_in(tmp))
+
+
+@case
+def sweep_tree_fp64_cuda(tmp):
+    # tree rounds keep the FP64 model on the CPU: refused before any device is looked for
+    return Expect(sweep_args(GDN, out_in(tmp), tree="2", fp64="cuda", checkpoint_every="0"), ["--fp64", "tree"],
+                  out=out_in(tmp))
+
+
+@case
 def sweep_bad_shard(tmp):
     return Expect(sweep_args(GDN, out_in(tmp), shard="3/2"), ["--shard", "3/2"], out=out_in(tmp))
 

@@ -95,6 +95,20 @@ with tempfile.TemporaryDirectory() as tmp:
           "reference-cache on a filled directory reuses its files")
     bad = subprocess.run([CLI, "reference-cache", "--tokens", "150"], capture_output=True, text=True)
     check(bad.returncode == 2 and "--dir" in bad.stderr, "reference-cache without --dir: exit 2 naming --dir")
+    bad = subprocess.run([CLI, "reference-cache", "--dir", out("x"), "--tokens", "150", "--fp64", "tpu"],
+                         capture_output=True, text=True)
+    check(bad.returncode == 2 and "--fp64" in bad.stderr and "tpu" in bad.stderr,
+          f"reference-cache --fp64 tpu: exit 2 naming the option: {bad.returncode} {bad.stderr.strip()}")
+    # The FP64 model on the CPU on request, with the same bits as the directory filled under the default
+    cpu = subprocess.run([CLI, "reference-cache", "--dir", out("cpu"), "--tokens", "150", "--offset", "3000",
+                          "--fp64", "cpu"], capture_output=True, text=True)
+    cpu_files = reference_lines(cpu.stdout, "computed")
+    def ref_data(path):
+        with h5py.File(path, "r") as f:
+            return f["logprobs"][...].tobytes() + f["nll"][...].tobytes()
+    check(cpu.returncode == 0 and "FP64 model on cpu" in cpu.stdout and len(cpu_files) == 2 and
+          all(ref_data(a) == ref_data(b) for a, b in zip(sorted(cpu_files), sorted(pre_files))),
+          f"reference-cache --fp64 cpu: the same log-probs: {cpu.stdout}{cpu.stderr}")
 
     # A file under the right name with other contents is refused: one line naming the file and the field, exit 2.
     def refused(label, tamper, field):

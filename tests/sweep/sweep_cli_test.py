@@ -55,8 +55,8 @@ with tempfile.TemporaryDirectory() as tmp:
             check(g["kl_binned"].shape == (8, 4), name + " kl_binned")
             check(g["output_drift"].shape[1] == 160 and g["state_drift"].shape[1] == 10, name + " drift shapes")
             check(np.isfinite(g["kl"][...]).all() and (g["kl"][...] >= 0).all(), name + " kl finite, >= 0")
-            for k in ("model", "format", "scaling", "rounding", "policy", "L", "backend", "device", "first_flip",
-                      "bytes_per_element", "capacity_vs_fp32"):
+            for k in ("model", "format", "scaling", "rounding", "policy", "L", "backend", "device", "fp64_device",
+                      "first_flip", "bytes_per_element", "capacity_vs_fp32"):
                 check(k in g.attrs, f"{name} attr {k}")
             # Token flips: the per-bin rate is 1 - mean(top1) over each bin, the first flip the first 0 of top1.
             top1, edges = g["top1"][...], f["bins"][...]
