@@ -64,8 +64,8 @@ void add_options(po::options_description& d) {
     ("chunk", po::value<int>()->default_value(sweep::kDefaultChunk),
      "positions teacher-forced at a time: memory grows with it, results do not change by a bit")
     ("checkpoint-every", po::value<int>()->default_value(16384),
-     "positions between checkpoints of a run (rounded up to whole chunks; 0 = none): a killed "
-     "sweep's --resume continues each unfinished run from its last checkpoint, with the same result bits")
+     "positions between checkpoints of a run (rounded up to whole chunks, tree sweeps: to whole rounds; 0 = none): "
+     "a killed sweep's --resume continues each unfinished run from its last checkpoint, with the same result bits")
     ("reference-cache", po::value<std::string>(),
      "directory (created if missing) of FP64 reference files keyed by model, text slice and tool version: reused "
      "when present, else "
@@ -282,12 +282,10 @@ int run(const po::variables_map& cli) {
     m->use_fp64_device(fp64.get());
     m->set_mode_threads(std::max(1, cores / jobs));  // the CUDA backend's single run gets every core
   }
-  // Tree rounds do not run through evaluate_run's chunks: no checkpoints.
-  if (tree) {
-    if (!vm["checkpoint-every"].defaulted() && checkpoint_every > 0)
-      throw UserError("--checkpoint-every: tree sweeps keep no checkpoints (--checkpoint-every 0)");
-    checkpoint_every = 0;
-  }
+
+  // Checkpoints fall at chunk ends; a tree sweep's at the end of the round that completes the interval.
+  const long long checkpoint_interval =
+      tree ? checkpoint_every : (checkpoint_every + chunk_used - 1LL) / chunk_used * chunk_used;
 
   sweep::SweepHeader header;
   header.config = resolved_options(vm);
@@ -320,9 +318,7 @@ int run(const po::variables_map& cli) {
               << be.name << " (" << be.device << "), FP64 model on " << fp64_name << ", " << jobs << " job(s), "
               << chunk_used
               << "-position chunks, "
-              << (checkpoint_every ? "checkpoints every " +
-                                         std::to_string((checkpoint_every + chunk_used - 1LL) / chunk_used * chunk_used) +
-                                         " positions, "
+              << (checkpoint_every ? "checkpoints every " + std::to_string(checkpoint_interval) + " positions, "
                                    : std::string())
               << "peak memory about " << format_bytes(peak) << "\n";
 
@@ -431,7 +427,7 @@ int run(const po::variables_map& cli) {
           std::lock_guard<std::mutex> lock(mu);
           std::cerr << "sweep: " << line << "\n";
         };
-        sweep::RunResult r = tree ? tree->evaluate(spec, m, text, header.bins, i)
+        sweep::RunResult r = tree ? tree->evaluate(spec, m, text, header.bins, i, &ck)
                                   : sweep::evaluate_run(spec, *models[m], text, sweep::reference_rows(ref_files[m]),
                                                         be.of_worker(w), header.bins, chunk_used, &ck);
         r.attrs["backend"] = be.name;

@@ -45,8 +45,10 @@ void TreeSweep::prepare(const std::vector<std::string>& model_paths, const sweep
 }
 
 sweep::RunResult TreeSweep::evaluate(const sweep::RunSpec& spec, std::size_t m, const sweep::TextSlice& slice,
-                                     const std::vector<std::int64_t>& edges, std::size_t run) {
-  sweep::TreeRunResult r = sweep::evaluate_tree_run(spec, models.at(m), slice, text, rounds.at(m), logp_ref.at(m), edges);
+                                     const std::vector<std::int64_t>& edges, std::size_t run,
+                                     const sweep::RunCheckpointing* checkpoints) {
+  sweep::TreeRunResult r =
+      sweep::evaluate_tree_run(spec, models.at(m), slice, text, rounds.at(m), logp_ref.at(m), edges, checkpoints);
   branches.at(run) = std::move(r.branches);
   return std::move(r.run);
 }

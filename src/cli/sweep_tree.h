@@ -27,7 +27,8 @@ struct TreeSweep {
                const std::vector<std::vector<double>>& logp_chain, bool quiet);
   // Run `run` of the shard (index into branches) on model m.
   sweep::RunResult evaluate(const sweep::RunSpec& spec, std::size_t m, const sweep::TextSlice& slice,
-                            const std::vector<std::int64_t>& edges, std::size_t run);
+                            const std::vector<std::int64_t>& edges, std::size_t run,
+                            const sweep::RunCheckpointing* checkpoints);
 };
 
 // The sweep's --tree, or none. UserError (exit 2) naming --tree for a bad shape (more than ref::kMaxTreeNodes nodes

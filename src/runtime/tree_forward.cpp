@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/blob.h"
 #include "reference/preprocess.h"
 #include "reference/tree_verify.h"
 #include "runtime/rowwise.h"
@@ -111,6 +112,13 @@ class ReferenceTreeRecurrence final : public TreeRecurrence {
 };
 
 }  // namespace
+
+void TreeRecurrence::save(std::vector<std::uint8_t>&) const {
+  throw std::runtime_error("tree recurrence " + name() + ": checkpoints not supported");
+}
+void TreeRecurrence::load(const std::uint8_t*, std::size_t) {
+  throw std::runtime_error("tree recurrence " + name() + ": checkpoints not supported");
+}
 
 std::unique_ptr<TreeRecurrence> make_reference_tree_recurrence(const ModelConfig& cfg) {
   return std::make_unique<ReferenceTreeRecurrence>(cfg);
@@ -217,6 +225,42 @@ void TreeForward::accept_path(int node) {
   }
   committed_ += std::int64_t(path.size());
   parents_.clear();
+}
+
+void TreeForward::save(std::vector<std::uint8_t>& out) const {
+  if (!parents_.empty()) throw std::logic_error("tree forward: save with a verify pending");
+  BlobWriter w(out);
+  w.pod(committed_);
+  w.pod(std::uint64_t(tail_.size()));
+  for (const Mat& t : tail_) {
+    w.pod(std::int64_t(t.rows()));
+    w.pod(std::int64_t(t.cols()));
+    w.vec(std::vector<double>(t.data(), t.data() + t.size()));
+  }
+  std::vector<std::uint8_t> rec;
+  rec_.save(rec);
+  w.bytes(rec.data(), rec.size());
+}
+
+void TreeForward::load(const std::uint8_t* blob, std::size_t size) {
+  if (committed_ != 0 || !parents_.empty()) throw std::logic_error("tree forward: load after a verify");
+  BlobReader r(blob, size, "tree forward checkpoint");
+  const auto committed = r.pod<std::int64_t>("committed");
+  if (committed < 0) r.fail("committed", "negative");
+  if (r.pod<std::uint64_t>("layers") != tail_.size()) r.fail("layers", "not this model's layer count");
+  std::vector<Mat> tails;
+  for (std::size_t l = 0; l < tail_.size(); ++l) {
+    const auto rows = r.pod<std::int64_t>("tail rows"), cols = r.pod<std::int64_t>("tail cols");
+    if (rows < 0 || rows > m_.cfg.conv_kernel || cols < 0 || cols > (1 << 20)) r.fail("tail", "shape out of range");
+    const std::vector<double> v = r.vec<double>("tail");
+    if (v.size() != std::size_t(rows * cols)) r.fail("tail", "size does not match its shape");
+    tails.emplace_back(Eigen::Map<const Mat>(v.data(), rows, cols));
+  }
+  const auto rec = r.bytes("recurrence");
+  r.finish();
+  rec_.load(rec.first, rec.second);
+  tail_ = std::move(tails);
+  committed_ = committed;
 }
 
 }  // namespace replayssm::runtime

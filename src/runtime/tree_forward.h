@@ -27,6 +27,10 @@ class TreeRecurrence {
                                      const std::vector<int>& parents) = 0;
   // Every layer keeps the root path of `node` of its last verify (-1: none).
   virtual void accept_path(int node) = 0;
+  // Checkpoints between rounds (no verify pending): every layer's committed state as a byte blob, restored into a
+  // recurrence of the same model and mode. The base class throws std::runtime_error (a recurrence without them).
+  virtual void save(std::vector<std::uint8_t>& out) const;
+  virtual void load(const std::uint8_t* blob, std::size_t size);
 };
 
 // The FP64 spec along every root path (ref::recurrent_step from the parent's state, one state per node), starting
@@ -45,6 +49,12 @@ class TreeForward {
   void accept_path(int node);
   // Bytes committed so far.
   std::int64_t committed() const { return committed_; }
+  // Checkpoints between rounds: the committed count, every layer's conv tail and the recurrence's blob appended to
+  // `out`; load() into a TreeForward of the same model and recurrence kind that has not verified yet, and the next
+  // rounds give the same bits. std::logic_error with a verify pending; std::invalid_argument on a blob that does not
+  // fit the model.
+  void save(std::vector<std::uint8_t>& out) const;
+  void load(const std::uint8_t* blob, std::size_t size);
 
  private:
   const TinyModel& m_;

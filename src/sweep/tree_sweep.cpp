@@ -6,8 +6,11 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
+#include "core/blob.h"
+#include "core/errors.h"
 #include "runtime/tree_forward.h"
 #include "sweep/metrics.h"
 
@@ -97,6 +100,26 @@ class ModeTreeRecurrence final : public runtime::TreeRecurrence {
     for (auto& be : layers_) be->accept_path(&node);
   }
 
+  void save(std::vector<std::uint8_t>& out) const override {
+    BlobWriter w(out);
+    w.pod(std::uint64_t(layers_.size()));
+    std::vector<std::uint8_t> blob;
+    for (const auto& be : layers_) {
+      blob.clear();
+      be->save(blob);
+      w.bytes(blob.data(), blob.size());
+    }
+  }
+  void load(const std::uint8_t* blob, std::size_t size) override {
+    BlobReader r(blob, size, "tree mode recurrence checkpoint");
+    if (r.pod<std::uint64_t>("layers") != layers_.size()) r.fail("layers", "not this model's layer count");
+    for (auto& be : layers_) {
+      const auto b = r.bytes("layer");
+      be->load(b.first, b.second);
+    }
+    r.finish();
+  }
+
  private:
   emu::Mode mode_;
   emu::Dims d_;
@@ -131,6 +154,62 @@ void bin_branches(TreeBranches& br, const std::vector<std::int64_t>& edges, std:
     br.kl_binned.push_back(lost ? nan : mx[b]);
     br.flip_rate_binned.push_back(lost ? nan : n[b] > 0 ? 1.0 - agree[b] / n[b] : 0.0);
   }
+}
+
+// A tree run's checkpoint: the evaluate_run file layout with the committed position, the accepted path's metrics so
+// far, and as the stream blob the next round's index, the branches so far and the forward pass's blob.
+void save_tree_run(const RunCheckpointing& ck, std::size_t next_round, std::int64_t position,
+                   const runtime::TreeForward& fwd, const RunResult& r, const TreeBranches& br) {
+  RunCheckpointData d;
+  d.position = position;
+  const auto upto = std::ptrdiff_t(position);
+  d.kl.assign(r.kl.begin(), r.kl.begin() + upto);
+  d.nll.assign(r.nll.begin(), r.nll.begin() + upto);
+  d.top1.assign(r.top1.begin(), r.top1.begin() + upto);
+  BlobWriter w(d.stream);
+  w.pod(std::uint64_t(next_round));
+  w.vec(br.position);
+  w.vec(br.kl);
+  w.vec(br.top1);
+  std::vector<std::uint8_t> f;
+  fwd.save(f);
+  w.bytes(f.data(), f.size());
+  write_run_checkpoint(ck.path, ck.key, d);
+}
+
+// The first round to run: 0, or the one after a matching checkpoint, whose state goes into fwd, r and br.
+std::size_t resume_tree_run(const RunCheckpointing& ck, const std::string& run_id, const std::vector<TreeRound>& rounds,
+                            runtime::TreeForward& fwd, RunResult& r, TreeBranches& br) {
+  std::string why;
+  std::optional<RunCheckpointData> from = read_run_checkpoint(ck.path, ck.key, &why);
+  std::size_t next = 0;
+  if (from) {
+    try {
+      BlobReader b(from->stream.data(), from->stream.size(), "tree run checkpoint");
+      next = std::size_t(b.pod<std::uint64_t>("round"));
+      if (next >= rounds.size() || rounds[next].start != from->position ||
+          from->kl.size() != std::size_t(from->position))
+        b.fail("round", "not a round boundary of this run's rounds");
+      br.position = b.vec<std::int64_t>("branch positions");
+      br.kl = b.vec<double>("branch kl");
+      br.top1 = b.vec<double>("branch top1");
+      if (br.kl.size() != br.position.size() || br.top1.size() != br.position.size())
+        b.fail("branches", "lengths differ");
+      const auto f = b.bytes("forward");
+      b.finish();
+      fwd.load(f.first, f.second);
+    } catch (const std::invalid_argument& e) {
+      throw input_error(ck.path, "stream", e.what());
+    }
+    std::copy(from->kl.begin(), from->kl.end(), r.kl.begin());
+    std::copy(from->nll.begin(), from->nll.end(), r.nll.begin());
+    std::copy(from->top1.begin(), from->top1.end(), r.top1.begin());
+  }
+  if (ck.note && from)
+    ck.note("run " + run_id + " resumes at position " + std::to_string(from->position));
+  else if (ck.note && !why.empty())
+    ck.note("run " + run_id + ": checkpoint " + ck.path + " ignored (" + why + ")");
+  return next;
 }
 
 }  // namespace
@@ -186,7 +265,7 @@ std::vector<std::vector<double>> tree_reference_logp(const runtime::TinyModel& m
 TreeRunResult evaluate_tree_run(const RunSpec& spec, const runtime::TinyModel& model, const TextSlice& text,
                                 const std::string& shape_text, const std::vector<TreeRound>& rounds,
                                 const std::vector<std::vector<double>>& logp_ref_tree,
-                                const std::vector<std::int64_t>& edges) {
+                                const std::vector<std::int64_t>& edges, const RunCheckpointing* checkpoints) {
   if (logp_ref_tree.size() != rounds.size())
     throw std::invalid_argument("evaluate_tree_run: one reference per round expected");
   const auto t0 = std::chrono::steady_clock::now();
@@ -208,8 +287,10 @@ TreeRunResult evaluate_tree_run(const RunSpec& spec, const runtime::TinyModel& m
   }
   ModeTreeRecurrence rec(model.cfg, mode);
   runtime::TreeForward fwd(model, rec);
-  std::int64_t diverged_at = -1;
-  for (std::size_t k = 0; k < rounds.size(); ++k) {
+  std::size_t first_round = 0;
+  if (checkpoints && checkpoints->resume) first_round = resume_tree_run(*checkpoints, spec.id, rounds, fwd, r, br);
+  std::int64_t diverged_at = -1, saved = first_round < rounds.size() ? rounds[first_round].start : 0;
+  for (std::size_t k = first_round; k < rounds.size(); ++k) {
     const TreeRound& rd = rounds[k];
     const runtime::Mat lp = fwd.verify(rd.tokens, rd.parents);
     if (!lp.allFinite()) {
@@ -235,6 +316,12 @@ TreeRunResult evaluate_tree_run(const RunSpec& spec, const runtime::TinyModel& m
       }
     }
     fwd.accept_path(rd.accept);
+    // Between rounds, not after the last (the run's result file follows at once and replaces the checkpoint).
+    if (checkpoints && checkpoints->every > 0 && k + 1 < rounds.size() &&
+        rounds[k + 1].start - saved >= checkpoints->every) {
+      save_tree_run(*checkpoints, k + 1, rounds[k + 1].start, fwd, r, br);
+      saved = rounds[k + 1].start;
+    }
   }
   r.id = spec.id;
   r.index = spec.index;

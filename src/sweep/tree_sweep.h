@@ -14,6 +14,7 @@
 #include "reference/tree_verify.h"
 #include "runtime/model.h"
 #include "sweep/results.h"
+#include "sweep/run_checkpoint.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_runner.h"
 
@@ -61,10 +62,12 @@ struct TreeRunResult {
 
 // One run over all rounds. A mode whose outputs stop being finite is a result: the round where that happens and every
 // later position are NaN, diverged_at is that round's first position. Deterministic.
+// checkpoints (null: none): as evaluate_run's, written between rounds once `every` positions have been committed since
+// the last one; a resumed run gives the same bits as an uninterrupted one.
 TreeRunResult evaluate_tree_run(const RunSpec& spec, const runtime::TinyModel& model, const TextSlice& text,
                                 const std::string& shape_text, const std::vector<TreeRound>& rounds,
                                 const std::vector<std::vector<double>>& logp_ref_tree,
-                                const std::vector<std::int64_t>& edges);
+                                const std::vector<std::int64_t>& edges, const RunCheckpointing* checkpoints = nullptr);
 
 // The tree datasets and attrs of a run group (datasets/README.md, "Sweep results"), beside write_run's.
 void write_tree_branches(h5::File& f, const std::string& group, const TreeBranches& b);

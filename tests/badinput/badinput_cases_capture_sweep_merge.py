@@ -177,13 +177,6 @@ def sweep_checkpoint_every_negative(tmp):
 
 
 @case
-def sweep_checkpoint_every_with_tree(tmp):
-    # tree rounds keep no checkpoints: an explicit interval is refused, not silently dropped
-    return Expect(sweep_args(GDN, out_in(tmp), tree="2,2", checkpoint_every="64"), ["--checkpoint-every", "tree"],
-                  out=out_in(tmp))
-
-
-@case
 def sweep_activations_with_checkpoint_every(tmp):
     # a dump sweep has no model runs to checkpoint: an explicit interval is refused, not silently dropped
     return Expect(["sweep", "--quiet", "--activations", out_in(tmp) + ".acts.h5", "--checkpoint-every", "64",

@@ -9,7 +9,8 @@ continued with --resume. Checks:
   - the final results equal an uninterrupted run (--checkpoint-every 0) bit for bit: every dataset, the config and
     the per-run attributes but wall time; no checkpoint or temporary file is left.
 Run with Debian's /usr/bin/python3 (numpy + h5py); the CLI comes from $REPLAYSSM_CLI (or argv[1]).
-REPLAYSSM_SOAK_BACKEND=cuda runs the same soak on the CUDA backend (on a GPU machine; one job).
+REPLAYSSM_SOAK_BACKEND=cuda runs the same soak on the CUDA backend (on a GPU machine; one job);
+REPLAYSSM_SOAK_TREE=SHAPE runs it on a tree sweep (`--tree SHAPE`: checkpoints between rounds), at fewer positions.
 """
 import os
 import random
@@ -30,14 +31,15 @@ KILLS = int(os.environ.get("REPLAYSSM_SOAK_KILLS", "5"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = os.path.join(ROOT, "datasets", "models")
-EVERY = 256
+TREE = os.environ.get("REPLAYSSM_SOAK_TREE")
+TOKENS, EVERY = (384, 64) if TREE else (2048, 256)
 
-# Two models, two modes each: four runs of 2048 positions on two jobs, 128-position chunks.
+# Two models, two modes each: four runs of TOKENS positions on two jobs, 128-position chunks (or tree rounds).
 SWEEP = ["sweep", "--model", os.path.join(MODELS, "tiny_gdn.h5"), os.path.join(MODELS, "tiny_mamba2.h5"),
-         "--tokens", "2048", "--offset", "3000", "--formats", "fp8_e4m3:row", "--rounding", "sr",
+         "--tokens", str(TOKENS), "--offset", "3000", "--formats", "fp8_e4m3:row", "--rounding", "sr",
          "--policies", "conventional-shared,replay-split", "--L", "16", "--chunk", "128"]
 BACKEND = os.environ.get("REPLAYSSM_SOAK_BACKEND", "emulated")
-SWEEP += ["--backend", BACKEND, "--jobs", "1" if BACKEND == "cuda" else "2"]
+SWEEP += ["--backend", BACKEND, "--jobs", "1" if BACKEND == "cuda" else "2"] + (["--tree", TREE] if TREE else [])
 
 
 def checkpoint_position(path):
@@ -118,7 +120,7 @@ def main():
                 while p.poll() is None and kills < KILLS:
                     if any(os.path.getmtime(os.path.join(work, n)) >= start
                            for n in (os.listdir(work) if os.path.isdir(work) else []) if n.endswith(".ckpt")):
-                        time.sleep(rng.uniform(0.0, full * EVERY / 2048 / 2))
+                        time.sleep(rng.uniform(0.0, full * EVERY / TOKENS / 2))
                         if p.poll() is None:
                             p.send_signal(signal.SIGKILL)
                             killed = True

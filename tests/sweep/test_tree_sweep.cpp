@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -177,4 +178,44 @@ TEST_CASE("tree sweep: a run's results round-trip through its file (--resume rea
   CHECK(br.kl_binned == r.branches.kl_binned);
   CHECK(br.flip_rate_binned == r.branches.flip_rate_binned);
   CHECK((br.shape == "2,2" && br.nodes == 6 && br.depth == 2 && br.rounds == r.branches.rounds));
+}
+
+TEST_CASE("tree sweep: a run resumed from a checkpoint gives the uninterrupted run's bits", "[sweep][tree][checkpoint]") {
+  // A run with checkpoints every few positions leaves its last one in place (the sweep removes it once the result is
+  // stored); a second run resuming from it continues at that round. Both arches, every policy, an 8-bit format.
+  for (auto arch : {emu::Arch::gdn, emu::Arch::mamba2}) {
+    Fixture fx(arch == emu::Arch::gdn ? "gdn" : "mamba2", 45);
+    const auto rounds = plan_tree_rounds(ref::tree_from_text("3,2"), fx.text, fx.logp_ref);
+    const auto ref_tree = tree_reference_logp(fx.model, rounds);
+    const auto edges = power_of_two_edges(fx.text.tokens);
+    for (auto p : {emu::Policy::conventional_shared, emu::Policy::replay_shared, emu::Policy::replay_split}) {
+      const RunSpec spec = spec_of(arch, p, formats::FormatId::fp8_e4m3);
+      INFO(spec.id);
+      const TreeRunResult whole = evaluate_tree_run(spec, fx.model, fx.text, "3,2", rounds, ref_tree, edges);
+      const std::string path = "/tmp/replayssm_tree_ckpt_" + std::to_string(::getpid()) + ".ckpt";
+      std::remove(path.c_str());
+      const CheckpointKey key = {{"run", spec.id}};
+      std::vector<std::string> notes;
+      RunCheckpointing ck{path, 7, false, key, [&](const std::string& s) { notes.push_back(s); }};
+      const TreeRunResult saving = evaluate_tree_run(spec, fx.model, fx.text, "3,2", rounds, ref_tree, edges, &ck);
+      ck.resume = true;
+      const TreeRunResult resumed = evaluate_tree_run(spec, fx.model, fx.text, "3,2", rounds, ref_tree, edges, &ck);
+      std::remove(path.c_str());
+      // The last checkpoint: at the first round start 7 or more positions past the previous one, before the last round.
+      std::int64_t last = 0;
+      for (std::size_t k = 0; k + 1 < rounds.size(); ++k)
+        if (rounds[k + 1].start - last >= 7) last = rounds[k + 1].start;
+      REQUIRE(notes.size() == 1);
+      CHECK(last > 20);
+      CHECK(notes[0] == "run " + spec.id + " resumes at position " + std::to_string(last));
+      for (const TreeRunResult* r : {&saving, &resumed}) {
+        CHECK(std::memcmp(r->run.kl.data(), whole.run.kl.data(), whole.run.kl.size() * sizeof(double)) == 0);
+        CHECK(std::memcmp(r->run.nll.data(), whole.run.nll.data(), whole.run.nll.size() * sizeof(double)) == 0);
+        CHECK(r->run.top1 == whole.run.top1);
+        CHECK(r->branches.kl == whole.branches.kl);
+        CHECK(r->branches.position == whole.branches.position);
+        CHECK(r->branches.kl_binned == whole.branches.kl_binned);
+      }
+    }
+  }
 }
