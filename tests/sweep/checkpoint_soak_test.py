@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = os.path.join(ROOT, "datasets", "models")
 TREE = os.environ.get("REPLAYSSM_SOAK_TREE")
-TOKENS, EVERY = (384, 64) if TREE else (2048, 256)
+TOKENS, EVERY = (256, 64) if TREE else (2048, 256)
 
 # Two models, two modes each: four runs of TOKENS positions on two jobs, 128-position chunks (or tree rounds).
 SWEEP = ["sweep", "--model", os.path.join(MODELS, "tiny_gdn.h5"), os.path.join(MODELS, "tiny_mamba2.h5"),
