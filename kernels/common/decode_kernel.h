@@ -127,6 +127,11 @@ LaunchPlan plan_fast_gdn(formats::FormatId f, const KParams& p, const PlanOverri
 LaunchPlan plan_fast_mamba2(formats::FormatId f, const KParams& p, const PlanOverride& o, const Device& dev);
 template <bool kGdn, OpKind kKind>
 int launch_tuned(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream);
+// The tuned kernels of BF16 records (FP32 checkpoints; kernels/{gdn,mamba2}/<arch>_records.cu), called by launch_tuned
+// with its derived KParams for a ReplaySSM step or verify of Records::bf16: -1 where the plan is not one of theirs
+// (kern::bf16_records_tuned).
+template <bool kGdn, OpKind kKind>
+int launch_tuned_bf16_records(const KParams& p, const LaunchPlan& plan, void* stream);
 int launch_reference_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_reference_mamba2(formats::FormatId f, const KParams& p, void* stream);
 // Accepting a tree path under ReplaySSM (kernels/common/tree_accept.cu): for sequence b, the records of path
