@@ -186,7 +186,6 @@ bool tuned_applies(const Problem& p, std::string* why) {
   if (p.format != formats::FormatId::fp32 && p.format != formats::FormatId::fp8_e4m3)
     return no("format not instantiated in the tuned kernels");
   if (p.op == Op::state) return no("materialise op");
-  if (p.records == emu::Records::bf16) return no("BF16 records");
   if (p.op == Op::tree) return no("tree verify");
   if (p.K > 128 || p.K % 4 != 0) return no("K > 128 or K % 4 != 0");
   if (p.V > 8 * 32) return no("V > 256");
@@ -283,7 +282,20 @@ int fold_applies(const Problem& p) {
 
 }  // namespace
 
-LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& o) {
+bool bf16_records_tuned(Op op, const LaunchPlan& plan) {
+  if (plan.engine != Engine::tuned || !plan.real_dims || plan.tc_dots) return false;
+  if (op == Op::verify)
+    return plan.layout == Layout::split && plan.flush == Flush::none &&
+           (plan.hot == Hot::head || plan.hot == Hot::group || plan.hot == Hot::group_verify);
+  const bool layout = plan.layout == Layout::split || plan.layout == Layout::fused;
+  const bool hot = plan.hot == Hot::head_step || plan.hot == Hot::slice_step;
+  const bool flush = plan.flush == Flush::none || plan.flush == Flush::fold_shared || plan.flush == Flush::fold_split;
+  return op == Op::step && layout && hot && flush;
+}
+
+namespace {
+
+LaunchPlan plan_any_records(const Problem& p, const Device& dev, const PlanOverride& o) {
   LaunchPlan plan;
   if (o.reference) {
     plan.reason = "plan override kernel=reference";
@@ -355,6 +367,18 @@ LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& 
   return plan;
 }
 
+}  // namespace
+
+LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& o) {
+  LaunchPlan plan = plan_any_records(p, dev, o);
+  if (p.records == emu::Records::bf16 && p.replay() && plan.engine == Engine::tuned &&
+      !(state_bits(p.format) == 32 && bf16_records_tuned(p.op, plan))) {
+    plan = LaunchPlan{};
+    plan.reason = "BF16 records outside the FP32 step and verify kernels";
+  }
+  return plan;
+}
+
 }  // namespace replayssm::kern
 
 namespace replayssm::emu {
@@ -369,12 +393,13 @@ std::string plan_table(const std::string& option) {
   s << "# launch plans of the tuned kernels (H200: " << dev.sms << " SMs), at the bench's real head shapes, L = 16, "
     << "steady state (B / 16 sequences flush per step, none early)";
   if (!o.text.empty()) s << "; override " << o.text;
-  s << "\n# arch op format policy B: plan\n";
+  s << "\n# arch op format policy [records] B: plan\n";
   struct Variant {
     formats::FormatId f;
     formats::Scaling sc;
     Policy pol;
     USource u;
+    Records rec = Records::fp32;  // the record vectors' format (`replayssm bench --records`)
   };
   const Variant vars[] = {
       {formats::FormatId::fp32, formats::Scaling::none, Policy::conventional_shared, USource::hp},
@@ -385,6 +410,9 @@ std::string plan_table(const std::string& option) {
       {formats::FormatId::fp8_e4m3, formats::Scaling::row, Policy::replay_split, USource::hp},
       {formats::FormatId::fp8_e4m3, formats::Scaling::row, Policy::replay_split, USource::recompute},
       {formats::FormatId::bf16, formats::Scaling::none, Policy::replay_shared, USource::hp},
+      {formats::FormatId::fp32, formats::Scaling::none, Policy::replay_shared, USource::hp, Records::bf16},
+      {formats::FormatId::fp8_e4m3, formats::Scaling::row, Policy::replay_shared, USource::hp, Records::bf16},
+      {formats::FormatId::fp8_e4m3, formats::Scaling::row, Policy::replay_split, USource::lp, Records::bf16},
   };
   for (const Arch arch : {Arch::gdn, Arch::mamba2}) {
     Dims d;
@@ -395,10 +423,12 @@ std::string plan_table(const std::string& option) {
       if (arch == Arch::mamba2 && v.pol == Policy::replay_split && v.u != USource::hp) continue;  // GDN's u-sources
       Mode m;
       m.arch = arch, m.policy = v.pol, m.usource = v.u, m.format = v.f, m.scaling = v.sc, m.L = 16, m.max_drafts = 8;
+      m.records = v.rec;
       std::string label = std::string(arch_name(arch)) + " " + formats::format_name(v.f);
       if (v.sc != formats::Scaling::none) label += std::string(":") + formats::scaling_name(v.sc);
       label += std::string(" ") + policy_name(v.pol);
       if (arch == Arch::gdn && v.pol == Policy::replay_split) label += std::string(" u=") + usource_name(v.u);
+      if (v.rec != Records::fp32) label += std::string(" records=") + records_name(v.rec);
       for (const int T : {0, 1, 2, 4, 8}) {  // 0: a step
         if (T > 0 && v.pol == Policy::replay_split) continue;  // the bench times verify for these policies only
         for (const int B : {1, 16, 64, 256, 512}) {

@@ -125,6 +125,11 @@ const char* flush_name(Flush f);
 
 // The one decision: every choice of the tuned launcher as a function of (problem, device, override).
 LaunchPlan plan_launch(const Problem& p, const Device& dev, const PlanOverride& o = {});
+// The tuned plans whose kernels keep BF16 records (emu::Records::bf16, 2-byte record vectors), at the real dims with
+// exact dots: a step in head_step_kernel (a head or a row group per CTA) with no flush or the folded one, or the fused
+// grid; a verify in group_verify_kernel or replay_hot_kernel (per group or head) with no early flush. plan_launch gives
+// every other op with BF16 records (and 8-bit checkpoints) to the reference kernel.
+bool bf16_records_tuned(Op op, const LaunchPlan& plan);
 
 // ---- the rules plan_launch composes (measured; kernels/PERF_NOTES.md) ----------------------------------------------
 // The real head dims (Qwen3.5 GDN K = V = 128, Nemotron-H Mamba-2 N = 128, P = 64), compiled as constants.

@@ -27,6 +27,7 @@ inline std::string case_name(const Case& c) {
                   emu::policy_name(c.v.policy) + "/" + formats::format_name(c.v.format.format) + "/" +
                   formats::scaling_name(c.v.format.scaling);
   if (c.s.arch == Arch::gdn && c.v.policy == Policy::replay_split) s += std::string("/u=") + emu::usource_name(c.v.usource);
+  if (c.v.records == emu::Records::bf16) s += "/records=bf16";
   if (c.v.tc_dots) s += " (tensor-core row dots)";
   return s;
 }
@@ -37,15 +38,17 @@ inline std::vector<Case> cases_for(const Config& cfg, const Shape& sh, int L) {
   base.format = formats::parse_format_spec("fp32");
   std::vector<Case> cases;
   cases.push_back(Case{sh, L, base, Op::decode, 1, {}, ""});
-  // Mamba-2 has no u: its split variants differ only in the u-source label, keep one of them
+  // Mamba-2 has no u: its split variants differ only in the u-source label, keep one of them; conventional decode
+  // keeps no records
   auto norm = [&](Variant v) {
     if (a == Arch::mamba2 || v.policy != Policy::replay_split) v.usource = USource::hp;
+    if (v.policy == Policy::conventional_shared) v.records = emu::Records::fp32;
     return v;
   };
   auto same = [](const Variant& x, const Variant& y) {
     return x.policy == y.policy && x.usource == y.usource && x.format.format == y.format.format &&
            x.format.scaling == y.format.scaling && x.format.rounding == y.format.rounding &&
-           x.tc_dots == y.tc_dots;
+           x.tc_dots == y.tc_dots && x.records == y.records;
   };
   // the variants whose step runs head_step_kernel's 8-bit row dots (the tensor-core form exists for them:
   // GDN only)

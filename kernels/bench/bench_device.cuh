@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "emulation/decode_math.h"
+
 namespace replayssm::kbench {
 
 inline void ck(cudaError_t e, const std::string& what) {
@@ -25,11 +27,13 @@ __device__ inline std::uint64_t mix64(std::uint64_t x) {
   return x;
 }
 
-__global__ void fill_uniform(float* p, std::size_t n, float lo, float hi, std::uint64_t seed) {
+// T: float, or a record buffer's element type (emu::RecordBf16: the value stored in its format).
+template <class T>
+__global__ void fill_uniform(T* p, std::size_t n, float lo, float hi, std::uint64_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
     const std::uint64_t r = mix64(seed ^ (i * 0x9e3779b97f4a7c15ull));
     const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-    p[i] = lo + (hi - lo) * u;
+    emu::record_store(p + i, lo + (hi - lo) * u);
   }
 }
 

@@ -63,6 +63,19 @@ struct Runner {
     fill_uniform<<<1024, 256, 0, stream>>>(p, n, lo, hi, seed);
     ck(cudaGetLastError(), "fill");
   }
+  // A record vector buffer of n elements in the format r (kern::records_of).
+  void fill_records(float* p, std::size_t n, float lo, float hi, std::uint64_t seed, emu::Records r) {
+    if (!p || !n) return;
+    if (r == emu::Records::bf16)
+      fill_uniform<<<1024, 256, 0, stream>>>(kern::records_of<emu::RecordBf16>(p), n, lo, hi, seed);
+    else
+      fill_uniform<<<1024, 256, 0, stream>>>(p, n, lo, hi, seed);
+    ck(cudaGetLastError(), "fill");
+  }
+  // A record vector buffer of count elements of rec bytes each, typed as KParams holds it.
+  static float* take_records(Arena& A, std::size_t count, std::size_t rec) {
+    return reinterpret_cast<float*>(A.take<std::uint8_t>(count * rec));
+  }
 
   // Tiles `per`-byte blocks [0, per * nsrc) of dst over dst[0, per * count) by doubling copies.
   void tile(std::uint8_t* dst, std::size_t per, std::size_t nsrc, std::size_t count) {
@@ -157,6 +170,7 @@ struct Runner {
     z.replay = m.replay();
     z.recompute = m.recompute();
     z.gdn = gdn;
+    z.rec = kern::record_elem_bytes(m.records);
     z.snaps = (!z.replay && drafts) ? std::size_t(T) : 0;
     z.BT = std::size_t(d.B) * T;
     const std::size_t per_set = set_bytes(z, d), touched = std::max<std::size_t>(touched_bytes(z, d), 1);
@@ -207,9 +221,9 @@ struct Runner {
       if (z.replay) {
         P.ra = A.take<float>(z.heads * z.cap);
         P.rbeta = A.take<float>(z.heads * z.cap);
-        P.rk = A.take<float>(z.heads * z.cap * d.K);
-        P.rw = A.take<float>(z.heads * z.cap * d.V);
-        if (z.recompute) P.rv = A.take<float>(z.heads * z.cap * d.V);
+        P.rk = take_records(A, z.heads * z.cap * d.K, z.rec);
+        P.rw = take_records(A, z.heads * z.cap * d.V, z.rec);
+        if (z.recompute) P.rv = take_records(A, z.heads * z.cap * d.V, z.rec);
       }
       P.a = A.take<float>(tokH);
       P.beta = A.take<float>(tokH);
@@ -229,9 +243,9 @@ struct Runner {
       if (z.replay) {
         fill(P.ra, z.heads * z.cap, 0.9f, 0.999f, sd + 2);
         fill(P.rbeta, z.heads * z.cap, 0.2f, 0.8f, sd + 3);
-        fill(P.rk, z.heads * z.cap * d.K, -ksc, ksc, sd + 4);
-        fill(P.rw, z.heads * z.cap * d.V, -0.05f, 0.05f, sd + 5);
-        fill(P.rv, z.recompute ? z.heads * z.cap * d.V : 0, -0.5f, 0.5f, sd + 6);
+        fill_records(P.rk, z.heads * z.cap * d.K, -ksc, ksc, sd + 4, m.records);
+        fill_records(P.rw, z.heads * z.cap * d.V, -0.05f, 0.05f, sd + 5, m.records);
+        fill_records(P.rv, z.recompute ? z.heads * z.cap * d.V : 0, -0.5f, 0.5f, sd + 6, m.records);
       }
       fill(P.a, tokH, 0.9f, 0.999f, sd + 7);
       fill(P.beta, tokH, 0.2f, 0.8f, sd + 8);
@@ -265,14 +279,14 @@ struct Runner {
     if (tree) {
       const std::size_t nodes = z.replay ? 0 : z.heads * std::size_t(T) * z.VK;
       const std::size_t path = z.replay ? z.heads * z.cap : 0;
-      tscratch.alloc(Arena::round(nodes * 4) + Arena::round(path * 4) + Arena::round(path * d.K * 4) +
-                         Arena::round(path * d.V * 4) + Arena::round(std::size_t(T) * 4),
+      tscratch.alloc(Arena::round(nodes * 4) + Arena::round(path * 4) + Arena::round(path * d.K * z.rec) +
+                         Arena::round(path * d.V * z.rec) + Arena::round(std::size_t(T) * 4),
                      "tree scratch");
       if (nodes) node_states = tscratch.take<float>(nodes);
       if (path) {
         pa = tscratch.take<float>(path);
-        pk = tscratch.take<float>(path * d.K);
-        pw = tscratch.take<float>(path * d.V);
+        pk = take_records(tscratch, path * d.K, z.rec);
+        pw = take_records(tscratch, path * d.V, z.rec);
       }
       dparents = tscratch.take<int>(std::size_t(T));
       ck(cudaMemcpyAsync(dparents, c.parents.data(), std::size_t(T) * 4, cudaMemcpyHostToDevice, stream), "tree");
@@ -285,6 +299,7 @@ struct Runner {
       p.B = d.B, p.G = d.G, p.H = d.H, p.K = d.K, p.V = d.V;
       p.L = c.L, p.cap = m.capacity(), p.max_drafts = z.snaps ? T : md, p.T = T;
       p.policy = m.policy, p.usource = m.usource, p.scaling = m.scaling, p.rounding = m.rounding, p.seed = m.seed;
+      p.records = m.records;
       p.op = c.op == Op::verify ? kern::Op::verify : tree ? kern::Op::tree : kern::Op::step;
       p.parents = dparents, p.node_states = node_states, p.pa = pa, p.pk = pk, p.pw = pw;
       p.a = P.a, p.beta = gdn ? P.beta : nullptr, p.v = P.v, p.k = P.k, p.q = P.q, p.skip = gdn ? nullptr : P.skip;
@@ -370,16 +385,17 @@ struct Runner {
     row.flush_fraction = (z.replay && c.op == Op::decode) ? double(flushes) / (double(S) * d.B) : 0.0;
     row.nonfinite = long(bad);
     row.dots = c.v.tc_dots ? "tc" : "exact";
+    row.records = emu::records_name(m.records);
     if (c.v.tc_dots && !tc_ran) note += "tensor-core form did not run; ";
     for (const std::string& pl : plans) row.plan += (row.plan.empty() ? "" : " | ") + pl;
     row.note = note + (bad ? "NON-FINITE OUTPUTS" : "");
     if (!row.note.empty() && row.note.back() == ' ') row.note.resize(row.note.size() - 2);
     res.rows.push_back(row);
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%-6s B=%-4d L=%-3d %-7s T=%d %-20s %-9s %-5s u=%-9s %10.2f us  %7.1f GB/s  (%d sets, %d steps/graph, %d reps)%s",
+    std::snprintf(buf, sizeof buf, "%-6s B=%-4d L=%-3d %-7s T=%d %-20s %-9s %-5s u=%-9s %10.2f us  %7.1f GB/s  (%d sets, %d steps/graph, %d reps)%s%s",
                   row.arch.c_str(), row.B, row.L, row.kernel.c_str(), T, row.policy.c_str(), row.format.c_str(),
                   row.scaling.c_str(), row.usource.c_str(), row.median_us, row.gbps, R, S, reps,
-                  c.v.tc_dots ? "  tensor-core row dots" : "");
+                  c.v.tc_dots ? "  tensor-core row dots" : "", m.bf16_records() ? "  BF16 records" : "");
     log(buf);
   }
 
@@ -426,7 +442,7 @@ struct Runner {
         if (q.policy == "conventional_shared" && q.format == "fp32") conv = &q;
         // a tc verify row's own step is its variant's exact step where no tc step row exists (FP32: none does)
         if (q.policy == r.policy && q.format == r.format && q.scaling == r.scaling && q.usource == r.usource &&
-            (q.dots == r.dots || (!own && q.dots == "exact")))
+            q.records == r.records && (q.dots == r.dots || (!own && q.dots == "exact")))
           own = &q;
       }
       if (conv) r.speedup_vs_conv = conv->median_us / r.median_us;

@@ -49,12 +49,14 @@ inline emu::Mode mode_of(const Case& c, int max_drafts) {
   m.rounding = c.v.format.rounding;
   m.L = c.L;
   m.max_drafts = max_drafts;
+  m.records = c.v.records;
   return m;
 }
 
 struct Sizes {  // element / byte counts of one set
   std::size_t heads, VK, code, scale, cap, snaps, BT, groups_tok;
   bool split, replay, recompute, gdn;
+  std::size_t rec = 4;  // bytes of a record vector element (k, w, raw v): 4, or 2 for BF16 records
 };
 
 inline std::size_t set_bytes(const Sizes& z, const emu::Dims& d) {
@@ -63,9 +65,9 @@ inline std::size_t set_bytes(const Sizes& z, const emu::Dims& d) {
   if (z.snaps) b += Arena::round(z.heads * z.snaps * z.code) + Arena::round(z.heads * z.snaps * z.scale);
   if (z.split) b += Arena::round(z.heads * z.VK * 4);
   if (z.replay) {
-    b += 2 * Arena::round(z.heads * z.cap * 4) + Arena::round(z.heads * z.cap * d.K * 4) +
-         Arena::round(z.heads * z.cap * d.V * 4);
-    if (z.recompute) b += Arena::round(z.heads * z.cap * d.V * 4);
+    b += 2 * Arena::round(z.heads * z.cap * 4) + Arena::round(z.heads * z.cap * d.K * z.rec) +
+         Arena::round(z.heads * z.cap * d.V * z.rec);
+    if (z.recompute) b += Arena::round(z.heads * z.cap * d.V * z.rec);
   }
   const std::size_t tokH = z.BT * std::size_t(d.H), tokG = z.BT * std::size_t(d.G);
   b += 2 * Arena::round(tokH * 4);                  // a, beta
@@ -79,7 +81,7 @@ inline std::size_t set_bytes(const Sizes& z, const emu::Dims& d) {
 inline std::size_t touched_bytes(const Sizes& z, const emu::Dims& d) {
   std::size_t b = z.heads * (z.code + z.scale) * (1 + z.snaps);
   if (z.split) b += z.heads * z.VK * 4;
-  if (z.replay) b += z.heads * z.cap * (std::size_t(d.K) + d.V + 2) * 4;
+  if (z.replay) b += z.heads * z.cap * ((std::size_t(d.K) + d.V) * z.rec + 2 * 4);
   return b + z.BT * std::size_t(d.H) * d.V * 12;
 }
 
@@ -89,7 +91,8 @@ inline std::size_t touched_bytes(const Sizes& z, const emu::Dims& d) {
 // group): every head of a group holds its group's k_t, so one copy per group is all an op must read and write. The
 // kernels read one copy per group in the grouped verify and the step but GDN's 8-bit one; the flushes and
 // GDN's 8-bit step read their own head's copy, and each head writes its own: above this model. (The bench's random
-// records differ per head: timing only, its outputs are not checked.)
+// records differ per head: timing only, its outputs are not checked.) A record's vectors (k, w, raw v) take 4 bytes an
+// element, 2 under BF16 records; its a and beta stay FP32.
 inline double model_bytes(const Case& c, const emu::StoreLayout& lay, double* state_out) {
   const emu::Dims& d = c.s.d;
   const bool gdn = c.s.arch == Arch::gdn;
@@ -98,9 +101,10 @@ inline double model_bytes(const Case& c, const emu::StoreLayout& lay, double* st
   const double E4 = 4.0 * d.V * d.K;                          // one FP32 head state
   const bool split = c.v.policy == Policy::replay_split, replay = c.v.policy != Policy::conventional_shared;
   const bool recompute = gdn && split && c.v.usource == USource::recompute;
-  const double kg = double(d.K) * d.G / d.H;                                // a record's k per head: once per group
-  const double rec = 4.0 * (kg + d.V + 2) + (recompute ? 4.0 * d.V : 0.0);  // one record (a, beta, k, w [, v])
-  const double recr = 4.0 * (kg + d.V + 1);                                 // what a replay output reads of one
+  const double kg = double(d.K) * d.G / d.H;  // a record's k per head: once per group
+  const double re = c.v.records == emu::Records::bf16 ? 2.0 : 4.0;            // a record vector element
+  const double rec = 4.0 * 2 + re * (kg + d.V) + (recompute ? re * d.V : 0.0);  // one record (a, beta, k, w [, v])
+  const double recr = 4.0 + re * (kg + d.V);                                  // what a replay output reads of one
   const int T = c.op == Op::decode ? 1 : c.T;  // a tree of T nodes moves what a chain of T drafts does
   // tokens: per head a (+ beta), v (+ skip), output; per (sequence, group) k and q
   const double tok_head = 4.0 * ((gdn ? 2 : 1) + d.V * (gdn ? 1 : 2) + d.V);
@@ -123,7 +127,7 @@ inline double model_bytes(const Case& c, const emu::StoreLayout& lay, double* st
       f_state = 2 * Sf;
     else
       f_state = E4 + ((gdn && c.v.usource != USource::hp) ? Sf : 0.0) + E4 + Sf;
-    const double f_rec = recr * (L - 1) + (recompute ? 4.0 * d.V * (L - 1) : 0.0) + rec;
+    const double f_rec = recr * (L - 1) + (recompute ? re * d.V * (L - 1) : 0.0) + rec;
     state = ((L - 1) * nf_state + f_state) / L;
     records = ((L - 1) * nf_rec + f_rec) / L;
   }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What ptxas made of the tuned kernels, without a GPU (a kernel that spills registers to local memory runs slower): per
-# kernel instantiation of the tuned translation units kernels/{gdn,mamba2}/*_{conventional,step,verify}.cu the registers,
-# stack frame and spill bytes, and an md5 of each kernel's SASS, so that a refactor can be checked to leave the
-# generated code unchanged before any device time (a kernel compiled in two units appears twice, with one md5).
+# kernel instantiation of the tuned translation units kernels/{gdn,mamba2}/*_{conventional,step,verify,records}.cu the
+# registers, stack frame and spill bytes, and an md5 of each kernel's SASS, so that a refactor can be checked to leave
+# the generated code unchanged before any device time (a kernel compiled in two units appears twice, with one md5).
 # Usage (repository root, nvcc on PATH): bash kernels/bench/codegen_report.sh [OUT_DIR] [cuobjdump]
 #   OUT_DIR (default out/codegen): cubins, ptxas logs and report.txt. The SASS md5 needs cuobjdump (CUDA toolkit, or
 #   `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`, pass the cuobjdump's path and put nvdisasm on PATH);
@@ -16,7 +16,7 @@ root=$PWD
 flags=(-DREPLAYSSM_HAVE_CUDA=1 -I"$root" -I"$root/src" -I/usr/include/hdf5/serial -isystem=/usr/include/eigen3 -O3
   -DNDEBUG -arch=sm_90a --fmad=false -std=c++17 -cubin -Xptxas -v)
 pids=()
-for src in kernels/{gdn,mamba2}/*_{conventional,step,verify}.cu; do
+for src in kernels/{gdn,mamba2}/*_{conventional,step,verify,records}.cu; do
   name=$(basename "$src" .cu)
   nvcc "${flags[@]}" -o "$out/$name.cubin" "$src" > "$out/$name.ptxas.log" 2>&1 &
   pids+=($!)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/blob.h"
+#include "emulation/decode_math.h"
 #include "emulation/device_backend.h"
 #include "emulation/flush_rule.h"
 #include "kernels/common/decode_kernel.h"
@@ -88,10 +89,21 @@ class CudaBackend final : public emu::DecodeBackend {
     } else {
       ra_.alloc(nh * cap);
       rbeta_.alloc(nh * cap);
-      rk_.alloc(nh * cap * d.K);
-      rw_.alloc(nh * cap * d.V);
-      rv_.alloc(m.recompute() ? nh * cap * d.V : 0);
-      for (auto* b : {&ra_, &rbeta_, &rk_, &rw_, &rv_}) b->zero();
+      ra_.zero(), rbeta_.zero();
+      auto drop = [](auto& r) {
+        for (auto* b : {&r.k, &r.w, &r.v, &r.pk, &r.pw}) b->alloc(0);
+      };
+      if (m.bf16_records())
+        drop(rec32_);
+      else
+        drop(rec16_);
+      const bool recompute = m.recompute();
+      with_records([&](auto& r) {
+        r.k.alloc(nh * cap * d.K);
+        r.w.alloc(nh * cap * d.V);
+        r.v.alloc(recompute ? nh * cap * d.V : 0);
+        r.k.zero(), r.w.zero(), r.v.zero();
+      });
     }
     n_.assign(std::size_t(d.B), 0);
     tok_.assign(std::size_t(d.B), 0);
@@ -159,8 +171,10 @@ class CudaBackend final : public emu::DecodeBackend {
       node_states_.alloc(std::size_t(m_.max_drafts) * d_.state_elems());
     } else {
       pa_.alloc(nh * cap);
-      pk_.alloc(nh * cap * d_.K);
-      pw_.alloc(nh * cap * d_.V);
+      with_records([&](auto& r) {
+        r.pk.alloc(nh * cap * d_.K);
+        r.pw.alloc(nh * cap * d_.V);
+      });
     }
     dparents_.upload(parents, std::size_t(in.T));
     std::vector<int> early(std::size_t(d_.B), 0);
@@ -251,11 +265,18 @@ class CudaBackend final : public emu::DecodeBackend {
 
   void state(float* S) override {
     if (!inited_) throw std::logic_error("state: init() first");
-    DevBuf<float> out, wsave;
+    DevBuf<float> out;
+    DevBuf<std::uint8_t> wsave;
     out.alloc(d_.state_elems());
+    std::uint8_t* w = nullptr;  // the record w buffer, as bytes
+    std::size_t w_bytes = 0;
+    with_records([&](auto& r) {
+      w = reinterpret_cast<std::uint8_t*>(r.w.p);
+      w_bytes = r.w.n * sizeof(*r.w.p);
+    });
     if (m_.recompute()) {  // materialise re-derives the u's in place: keep the buffer's own
-      wsave.alloc(rw_.n);
-      ck(cudaMemcpy(wsave.p, rw_.p, rw_.n * sizeof(float), cudaMemcpyDeviceToDevice), "state");
+      wsave.alloc(w_bytes);
+      ck(cudaMemcpy(wsave.p, w, w_bytes, cudaMemcpyDeviceToDevice), "state");
     }
     emu::TokenBatch none;
     KParams p = params(Op::state, none);
@@ -263,7 +284,7 @@ class CudaBackend final : public emu::DecodeBackend {
     std::vector<int> early(std::size_t(d_.B), 0);
     run(p, early);
     out.download(S, d_.state_elems());
-    if (m_.recompute()) ck(cudaMemcpy(rw_.p, wsave.p, rw_.n * sizeof(float), cudaMemcpyDeviceToDevice), "state");
+    if (m_.recompute()) ck(cudaMemcpy(w, wsave.p, w_bytes, cudaMemcpyDeviceToDevice), "state");
   }
 
   void stored(std::vector<std::uint8_t>& c, std::vector<std::uint8_t>& s) override {
@@ -304,8 +325,13 @@ class CudaBackend final : public emu::DecodeBackend {
     p.op = op;
     p.codes = codes_.p, p.scales = scales_.p, p.code_bytes = lay_.code_bytes, p.scale_bytes = lay_.scale_bytes;
     p.hp = hp_.p, p.snap_codes = snap_codes_.p, p.snap_scales = snap_scales_.p;
-    p.ra = ra_.p, p.rbeta = rbeta_.p, p.rk = rk_.p, p.rw = rw_.p, p.rv = rv_.p;
-    p.parents = dparents_.p, p.node_states = node_states_.p, p.pa = pa_.p, p.pk = pk_.p, p.pw = pw_.p;
+    p.ra = ra_.p, p.rbeta = rbeta_.p;
+    with_records([&](auto& r) {
+      p.rk = reinterpret_cast<float*>(r.k.p), p.rw = reinterpret_cast<float*>(r.w.p);
+      p.rv = reinterpret_cast<float*>(r.v.p);
+      p.pk = reinterpret_cast<float*>(r.pk.p), p.pw = reinterpret_cast<float*>(r.pw.p);
+    });
+    p.parents = dparents_.p, p.node_states = node_states_.p, p.pa = pa_.p;
     p.state_scratch = scratch_.p;
     return p;
   }
@@ -353,13 +379,32 @@ class CudaBackend final : public emu::DecodeBackend {
   }
 
   // The device buffers that carry state between calls in this backend's mode (init() sized them).
+  // The record vectors in BF16 records' checkpoints are their 2-byte codes.
   template <class Self, class Fn>
   static void state_buffers(Self& s, Fn&& fn) {
     fn(s.codes_, "codes"), fn(s.scales_, "scales");
     if (!s.m_.replay()) fn(s.snap_codes_, "snapshot codes"), fn(s.snap_scales_, "snapshot scales");
     if (s.m_.split()) fn(s.hp_, "hp");
-    if (s.m_.replay()) fn(s.ra_, "record a"), fn(s.rbeta_, "record beta"), fn(s.rk_, "record k"), fn(s.rw_, "record w");
-    if (s.m_.recompute()) fn(s.rv_, "record v");
+    if (s.m_.replay()) {
+      fn(s.ra_, "record a"), fn(s.rbeta_, "record beta");
+      s.with_records([&](auto& r) { fn(r.k, "record k"), fn(r.w, "record w"); });
+    }
+    if (s.m_.recompute()) s.with_records([&](auto& r) { fn(r.v, "record v"); });
+  }
+  // The record vector buffers of the mode's element type (FP32, or BF16 codes: half the bytes).
+  template <class Fn>
+  void with_records(Fn&& fn) {
+    if (m_.bf16_records())
+      fn(rec16_);
+    else
+      fn(rec32_);
+  }
+  template <class Fn>
+  void with_records(Fn&& fn) const {
+    if (m_.bf16_records())
+      fn(rec16_);
+    else
+      fn(rec32_);
   }
 
   std::string dev_;
@@ -369,8 +414,15 @@ class CudaBackend final : public emu::DecodeBackend {
   emu::Mode m_;
   emu::StoreLayout lay_;
   DevBuf<std::uint8_t> codes_, scales_, snap_codes_, snap_scales_;
-  DevBuf<float> hp_, ra_, rbeta_, rk_, rw_, rv_, da_, dbeta_, dv_, dk_, dq_, dskip_, dout_;
-  DevBuf<float> node_states_, pa_, pk_, pw_;  // tree verify's scratch (KParams::node_states, pa, pk, pw)
+  DevBuf<float> hp_, ra_, rbeta_, da_, dbeta_, dv_, dk_, dq_, dskip_, dout_;
+  // The record vectors k, w, raw v (u=recompute) and tree verify's path scratch pk, pw, of element type R.
+  template <class R>
+  struct RecordVecs {
+    DevBuf<R> k, w, v, pk, pw;
+  };
+  RecordVecs<float> rec32_;
+  RecordVecs<emu::RecordBf16> rec16_;
+  DevBuf<float> node_states_, pa_;  // tree verify's scratch (KParams::node_states, pa; pk, pw in RecordVecs)
   DevBuf<float> scratch_;  // the reference kernel's staged states where shared memory is too small (state_scratch)
   DevBuf<int> dn_, dearly_, dtok_, dparents_, dpath_, dlen_;
   std::vector<int> n_, tok_;

@@ -17,18 +17,21 @@ namespace replayssm::kern {
 inline constexpr int kThreads = 256;
 inline constexpr int kWarps = kThreads / 32;
 
-__device__ inline float warp_dot(const float* x, const float* y, int K, int lane) {
+// x, y: float, or a record buffer's element type (widened by emu::record_load).
+template <class X, class Y>
+__device__ inline float warp_dot(const X* x, const Y* y, int K, int lane) {
   float acc = 0.0f;
   for (int base = 0; base < K; base += 128)
     for (int e = 0; e < 4; ++e) {
       const int i = base + 4 * lane + e;
-      if (i < K) acc = __fmaf_rn(x[i], y[i], acc);
+      if (i < K) acc = __fmaf_rn(emu::record_load(x[i]), emu::record_load(y[i]), acc);
     }
   for (int off = 16; off > 0; off /= 2) acc = __fadd_rn(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
   return acc;
 }
 
-template <class C, bool kGdn>
+// R: the record vectors' element type (float, or emu::RecordBf16 under Records::bf16; KParams::rk).
+template <class C, bool kGdn, class R>
 struct HeadCtx {
   const KParams& p;
   int b, h, hh, tid, lane, warp;
@@ -71,9 +74,9 @@ struct HeadCtx {
   __device__ float* hp() const { return p.hp + std::size_t(hh) * VK; }
   __device__ float* ra() const { return p.ra + std::size_t(hh) * p.cap; }
   __device__ float* rbeta() const { return p.rbeta + std::size_t(hh) * p.cap; }
-  __device__ float* rk() const { return p.rk + std::size_t(hh) * p.cap * p.K; }
-  __device__ float* rw() const { return p.rw + std::size_t(hh) * p.cap * p.V; }
-  __device__ float* rv() const { return p.rv + std::size_t(hh) * p.cap * p.V; }
+  __device__ R* rk() const { return records_of<R>(p.rk) + std::size_t(hh) * p.cap * p.K; }
+  __device__ R* rw() const { return records_of<R>(p.rw) + std::size_t(hh) * p.cap * p.V; }
+  __device__ R* rv() const { return records_of<R>(p.rv) + std::size_t(hh) * p.cap * p.V; }
   __device__ bool split() const { return p.policy == emu::Policy::replay_split; }
   __device__ bool recompute() const { return kGdn && split() && p.usource == emu::USource::recompute; }
 
@@ -101,7 +104,8 @@ struct HeadCtx {
 
   // Window decays of m records (decays a, keys rk) into G / total (thread 0), then d_j = k_j . x for j < nd,
   // coef_j = G_j d_j.
-  __device__ void gammas_and_coefs(const float* a, const float* rk, int m, const float* x, int nd) {
+  template <class X>
+  __device__ void gammas_and_coefs(const float* a, const R* rk, int m, const X* x, int nd) {
     if (tid == 0) *total = emu::window_gammas(a, m, G);
     for (int j = warp; j < nd; j += kWarps) {
       const float dj = warp_dot(rk + std::size_t(j) * p.K, x, p.K, lane);
@@ -113,23 +117,27 @@ struct HeadCtx {
   }
 
   // GDN: u of record i from checkpoint S (smem) and records 0..i-1, into rw row i.
-  __device__ void gdn_record_u(const float* S, int i, float beta, const float* v) {
+  template <class Vt>
+  __device__ void gdn_record_u(const float* S, int i, float beta, const Vt* v) {
     gdn_u_over(ra(), rk(), rw(), S, i, beta, v, rw() + std::size_t(i) * p.V);
   }
-  // The same over any records (a [m], rk [m][K], rw [m][V]; record i's key at rk row i), u into u [V].
-  __device__ void gdn_u_over(const float* a, const float* rk, const float* rw, const float* S, int i, float beta,
-                             const float* v, float* u) {
-    const float* k = rk + std::size_t(i) * p.K;
+  // The same over any records (a [m], rk [m][K], rw [m][V]; record i's key at rk row i), u into u [V] in the record
+  // format; v: the token's (float) or a record buffer's raw v (u=recompute).
+  template <class Vt>
+  __device__ void gdn_u_over(const float* a, const R* rk, const R* rw, const float* S, int i, float beta, const Vt* v,
+                             R* u) {
+    const R* k = rk + std::size_t(i) * p.K;
     gammas_and_coefs(a, rk, i + 1, k, i);
     for (int r = warp; r < p.V; r += kWarps) {
       const float sck = warp_dot(S + std::size_t(r) * p.K, k, p.K, lane);
-      if (lane == 0) u[r] = rec(emu::gdn_u(beta, v[r], emu::window_sum(*total, sck, coef, rw, p.V, r, i)));
+      if (lane == 0) {
+        const float ask = emu::window_sum(*total, sck, coef, rw, p.V, r, i);
+        emu::record_store(u + r, emu::gdn_u(beta, emu::record_load(v[r]), ask));
+      }
     }
     __syncthreads();
   }
 
-  // A record vector's element as the buffer holds it (the mode's record format; the buffer itself stays FP32 here).
-  __device__ float rec(float x) const { return emu::record_value(x, p.records == emu::Records::bf16); }
   // Token t's record fields into slot i: a, beta, k, v (u=recompute) and, for Mamba-2, w = v (GDN's u comes after).
   __device__ void store_record(int i, int t) {
     const float* v = tok_v(t);
@@ -138,10 +146,10 @@ struct HeadCtx {
       ra()[i] = tok_a(t);
       rbeta()[i] = tok_beta(t);
     }
-    for (int c = tid; c < p.K; c += kThreads) rk()[std::size_t(i) * p.K + c] = rec(k[c]);
+    for (int c = tid; c < p.K; c += kThreads) emu::record_store(rk() + std::size_t(i) * p.K + c, k[c]);
     for (int r = tid; r < p.V; r += kThreads) {
-      if (recompute()) rv()[std::size_t(i) * p.V + r] = rec(v[r]);
-      if (!kGdn) rw()[std::size_t(i) * p.V + r] = rec(v[r]);
+      if (recompute()) emu::record_store(rv() + std::size_t(i) * p.V + r, v[r]);
+      if (!kGdn) emu::record_store(rw() + std::size_t(i) * p.V + r, v[r]);
     }
     __syncthreads();
   }
@@ -163,7 +171,7 @@ struct HeadCtx {
   // Non-flush output over m records from Sout (loaded).
   __device__ void replay_output(int m, int t) { replay_output_over(ra(), rk(), rw(), m, t); }
   // The same over any records (a [m], rk [m][K], rw [m][V]).
-  __device__ void replay_output_over(const float* a, const float* rk, const float* rw, int m, int t) {
+  __device__ void replay_output_over(const float* a, const R* rk, const R* rw, int m, int t) {
     const float* q = tok_q(t);
     const float* skip = tok_skip(t);
     gammas_and_coefs(a, rk, m, q, m);
@@ -185,7 +193,7 @@ struct HeadCtx {
     const float tot = *total;
     float rowcoef[kMaxRecords];  // m <= cap <= kMaxRecords (checked on the host)
     for (int r = warp; r < p.V; r += kWarps) {
-      for (int j = 0; j < m; ++j) rowcoef[j] = __fmul_rn(G[j], rw()[std::size_t(j) * p.V + r]);
+      for (int j = 0; j < m; ++j) rowcoef[j] = __fmul_rn(G[j], emu::record_load(rw()[std::size_t(j) * p.V + r]));
       float* row = Srec + std::size_t(r) * p.K;
       for (int base = 0; base < p.K; base += 128)
         for (int e = 0; e < 4; ++e) {
@@ -294,8 +302,8 @@ struct HeadCtx {
     const bool from_hp = kGdn && split() && p.usource == emu::USource::hp;
     if (from_hp) load_rec();
     float* pa = p.pa + std::size_t(hh) * p.cap;
-    float* pk = p.pk + std::size_t(hh) * p.cap * p.K;
-    float* pw = p.pw + std::size_t(hh) * p.cap * p.V;
+    R* pk = records_of<R>(p.pk) + std::size_t(hh) * p.cap * p.K;
+    R* pw = records_of<R>(p.pw) + std::size_t(hh) * p.cap * p.V;
     for (int j = tid; j < n; j += kThreads) pa[j] = ra()[j];
     for (std::size_t e = tid; e < std::size_t(n) * p.K; e += kThreads) pk[e] = rk()[e];
     for (std::size_t e = tid; e < std::size_t(n) * p.V; e += kThreads) pw[e] = rw()[e];
@@ -312,7 +320,7 @@ struct HeadCtx {
           for (int r = tid; r < p.V; r += kThreads) pw[dst * p.V + r] = rw()[src * p.V + r];
       }
       __syncthreads();
-      float* w = rw() + std::size_t(slot) * p.V;  // Mamba-2: v, stored with the record
+      R* w = rw() + std::size_t(slot) * p.V;  // Mamba-2: v, stored with the record
       if constexpr (kGdn) gdn_u_over(pa, pk, pw, from_hp ? Srec : Sout, m - 1, tok_beta(i), tok_v(i), w);
       for (int r = tid; r < p.V; r += kThreads) pw[std::size_t(m - 1) * p.V + r] = w[r];
       __syncthreads();
@@ -356,11 +364,11 @@ struct HeadCtx {
   }
 };
 
-template <class C, bool kGdn>
+template <class C, bool kGdn, class R>
 __global__ void __launch_bounds__(kThreads) decode_kernel(KParams p) {
   extern __shared__ float smem[];
   const std::size_t VK = std::size_t(p.V) * p.K;
-  HeadCtx<C, kGdn> c{p, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, VK};
+  HeadCtx<C, kGdn, R> c{p, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, VK};
   c.hh = blockIdx.x;
   c.b = c.hh / p.H;
   c.h = c.hh % p.H;
@@ -390,13 +398,20 @@ inline std::size_t smem_bytes(const KParams& p) {
   return reference_smem_bytes(p.V, p.K, p.cap, p.state_scratch != nullptr);
 }
 
+template <class C, bool kGdn, class R>
+int launch_records(const KParams& p, cudaStream_t s) {
+  const std::size_t sm = smem_bytes(p);
+  cudaError_t e = cudaFuncSetAttribute(decode_kernel<C, kGdn, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
+  if (e != cudaSuccess) return int(e);
+  decode_kernel<C, kGdn, R><<<unsigned(p.B * p.H), kThreads, sm, s>>>(p);
+  return int(cudaGetLastError());
+}
+// BF16 records only under a ReplaySSM policy (conventional decode keeps none).
 template <class C, bool kGdn>
 int launch_one(const KParams& p, cudaStream_t s) {
-  const std::size_t sm = smem_bytes(p);
-  cudaError_t e = cudaFuncSetAttribute(decode_kernel<C, kGdn>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm));
-  if (e != cudaSuccess) return int(e);
-  decode_kernel<C, kGdn><<<unsigned(p.B * p.H), kThreads, sm, s>>>(p);
-  return int(cudaGetLastError());
+  if (p.records == emu::Records::bf16 && p.policy != emu::Policy::conventional_shared)
+    return launch_records<C, kGdn, emu::RecordBf16>(p, s);
+  return launch_records<C, kGdn, float>(p, s);
 }
 
 template <bool kGdn>

@@ -34,7 +34,8 @@ struct KParams {
   float* hp = nullptr;  // split: [heads][V][K]
   std::uint8_t* snap_codes = nullptr;  // conventional verify: [heads][max_drafts][code_bytes]
   std::uint8_t* snap_scales = nullptr;
-  float *ra = nullptr, *rbeta = nullptr, *rk = nullptr, *rw = nullptr, *rv = nullptr;  // [heads][cap](x K | V)
+  // [heads][cap](x K | V); rk, rw, rv (and the tree scratch pk, pw) hold the mode's record element type (records_of)
+  float *ra = nullptr, *rbeta = nullptr, *rk = nullptr, *rw = nullptr, *rv = nullptr;
   // per sequence
   const int* n = nullptr;      // valid records before this op
   const int* early = nullptr;  // 1: flush the n records first (the op would overflow the buffer)
@@ -69,13 +70,27 @@ struct KParams {
   const int* parents = nullptr;
   float* node_states = nullptr;
   float *pa = nullptr, *pk = nullptr, *pw = nullptr;
-  // The record vectors' format (emu::Records): the reference kernel rounds them at their store; last, so that the
+  // The record vectors' format (emu::Records): the element type of rk, rw, rv, pk, pw (records_of); last, so that the
   // tuned kernels' parameter offsets stay where they are.
   emu::Records records = emu::Records::fp32;
   // The reference kernel's two staged states per head (output and recurrence checkpoint), [heads][2][V][K], where
   // they do not fit in shared memory (reference_stages_in_global); null: in shared memory.
   float* state_scratch = nullptr;
 };
+
+// The record vector buffers (rk, rw, rv, pk, pw) as arrays of the mode's record element type R: float, or
+// emu::RecordBf16 (2 bytes, emulation/decode_math.h) under Records::bf16. The fields stay float* so that the kernels
+// of FP32 records index them directly; a kernel of BF16 records reads them through records_of<emu::RecordBf16>.
+template <class R>
+REPLAYSSM_HD R* records_of(float* p) {
+  return reinterpret_cast<R*>(p);
+}
+template <class R>
+REPLAYSSM_HD const R* records_of(const float* p) {
+  return reinterpret_cast<const R*>(p);
+}
+// Bytes of one record vector element of a mode.
+inline std::size_t record_elem_bytes(emu::Records r) { return r == emu::Records::bf16 ? 2 : 4; }
 
 // The reference kernel's dynamic shared memory: the two staged states (unless they live in state_scratch) and its
 // window tables (decays, dots, coefficients of cap + 1 records, and the total).
@@ -112,6 +127,11 @@ LaunchPlan plan_fast_gdn(formats::FormatId f, const KParams& p, const PlanOverri
 LaunchPlan plan_fast_mamba2(formats::FormatId f, const KParams& p, const PlanOverride& o, const Device& dev);
 template <bool kGdn, OpKind kKind>
 int launch_tuned(formats::FormatId f, const KParams& p, const LaunchPlan& plan, void* stream);
+// The tuned kernels of BF16 records (FP32 checkpoints; kernels/{gdn,mamba2}/<arch>_records.cu), called by launch_tuned
+// with its derived KParams for a ReplaySSM step or verify of Records::bf16: -1 where the plan is not one of theirs
+// (kern::bf16_records_tuned).
+template <bool kGdn, OpKind kKind>
+int launch_tuned_bf16_records(const KParams& p, const LaunchPlan& plan, void* stream);
 int launch_reference_gdn(formats::FormatId f, const KParams& p, void* stream);
 int launch_reference_mamba2(formats::FormatId f, const KParams& p, void* stream);
 // Accepting a tree path under ReplaySSM (kernels/common/tree_accept.cu): for sequence b, the records of path

@@ -3,6 +3,7 @@
 // with the 4 rows of a warp sharing their trees, amax reduction and scale divisions, and u and the coefficient rows
 // once per row of the CTA before the slices. Part of fast_kernel.cuh, included by
 // fast_replay_lean.cuh.
+#include "kernels/common/fast_records.cuh"
 #include "kernels/common/fast_rows.cuh"
 
 namespace replayssm::kern::fast {
@@ -69,6 +70,7 @@ __device__ __forceinline__ void encode_rows4(const F4 (&x)[kRPW], std::uint8_t* 
 // 2. One thread per row: GDN's u (emu::window_sum over the n old records in order, emu::gdn_u) into that slot and the
 //    record (Mamba-2's appended w = v was staged there), then the coefficient rows: w_j[r] becomes G_j w_j[r] for every
 //    j <= n (the multiplication the generic body makes per warp and slice), so the slices only run the FFMA chains.
+//    Under BF16 records (fast_records.cuh) u is rounded to its record value first, which the output and the state read.
 // Block-wide: every thread of the CTA calls it (two barriers).
 template <class C, bool kGdn, int kK, int kV>
 __device__ __forceinline__ void flush_prep_folded(const KParams& p, const RawRow<C> (&raw0)[kRPW],
@@ -104,8 +106,12 @@ __device__ __forceinline__ void flush_prep_folded(const KParams& p, const RawRow
 #pragma unroll 4
       for (int j = 0; j < n; ++j) w = __fmaf_rn(sCU[j], sW[j * RS + r], w);
       w = emu::gdn_u(sB[n], sVt[r], w);
+      if constexpr (kBf16Rec<C>) w = rec_round<record_t<C>>(w);
     }
-    p.rw[(std::size_t(hh) * p.cap + n) * kV + r0 + r] = w;
+    if constexpr (kBf16Rec<C>)
+      emu::record_store(records_of<record_t<C>>(p.rw) + (std::size_t(hh) * p.cap + n) * kV + r0 + r, w);
+    else
+      p.rw[(std::size_t(hh) * p.cap + n) * kV + r0 + r] = w;
 #pragma unroll 4
     for (int j = 0; j < n; ++j) sW[j * RS + r] = formats::mul_rn(sGd[j], sW[j * RS + r]);
     wn[r] = formats::mul_rn(sGd[n], w);

@@ -66,7 +66,9 @@ inline constexpr bool kPhasedSums = kND > 0 && (kGdn || (!kTc && kND >= 6));
 // per (draft, record) pair there and at T = 7 (not measured; its spills as T = 8's).
 template <bool kGdn, int kND, bool kTc>
 inline constexpr bool kScatterDots = kND > 0 && (kGdn || !kTc || kND < 7);
-template <bool kGdn, int kND, int kV>
+// Rec: the record buffers' element type (fast_records.cuh): GDN's u rounded to its record value before the later
+// drafts and the outputs read it.
+template <bool kGdn, int kND, int kV, class Rec = float>
 __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int b, int h, std::size_t hh, int R, int NR,
                                                    const float* sTot, const float* sDq, float* sDk, const float* sCU,
                                                    const float* sCO, float* sW, const float* sB, const float* sVt,
@@ -115,9 +117,16 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
         for (int s = 0; s < t; ++s) acc = __fmaf_rn(cun[t * NR + s], uu[s], acc);
         const float vt = sVt[t * R + r];
         uu[t] = emu::gdn_u(sB[n + t], vt, acc);
-        sW[(n + t) * R + r] = uu[t];
-        gw[t * kV] = uu[t];
-        if (recompute) gv[t * kV] = vt;
+        if constexpr (std::is_same_v<Rec, float>) {
+          sW[(n + t) * R + r] = uu[t];
+          gw[t * kV] = uu[t];
+          if (recompute) gv[t * kV] = vt;
+        } else {
+          uu[t] = rec_round<Rec>(uu[t]);
+          sW[(n + t) * R + r] = uu[t];
+          emu::record_store(records_of<Rec>(p.rw) + (hh * p.cap + n + t) * kV + r, uu[t]);
+          if (recompute) emu::record_store(records_of<Rec>(p.rv) + (hh * p.cap + n + t) * kV + r, vt);
+        }
       }
     }
     __syncthreads();
@@ -133,7 +142,11 @@ __device__ __forceinline__ void verify_window_sums(const KParams& p, int n, int 
     float y = py[t / kP];
 #pragma unroll
     for (int s = 0; s <= t; ++s) y = __fmaf_rn(con[t * NR + s], wn[s * R], y);
-    if (!kGdn) gw[t * kV] = wn[t * R];
+    if constexpr (std::is_same_v<Rec, float>) {
+      if (!kGdn) gw[t * kV] = wn[t * R];
+    } else {
+      if (!kGdn) emu::record_store(records_of<Rec>(p.rw) + (hh * p.cap + n + t) * kV + r, wn[t * R]);
+    }
     o[t * oT] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
   }
 }

@@ -138,33 +138,28 @@ inline int launch_with_smem(KernelFn k, dim3 grid, std::size_t smem, const KPara
   return int(cudaGetLastError());
 }
 
-// A ReplaySSM op (kKind step or verify) in its plan's layout: combined, fused (steps) or split.
-template <class C, bool kGdn, OpKind kKind>
-int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
-  const int nsplit = (p.V + kRows - 1) / kRows;
-  if (plan.layout == Layout::combined) {
-    KernelFn combined = plan.real_dims ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
-    return launch_with_smem(combined, dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), replay_smem_bytes(p), p, s);
-  }
+// The fused layout's launch of its kernel (a step).
+inline int launch_fused(KernelFn fused, const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
   const std::size_t fsm = flush_smem_bytes(p), hsm = std::size_t(p.head_floats) * sizeof(float);
-  if constexpr (kKind == OpKind::step) {
-    if (plan.layout == Layout::fused) {
-      KParams q = p;
-      q.fused_rows = plan.fused_rows;
-      q.fused_stride = plan.fused_stride;
-      const std::size_t lay = (std::max(fsm, hsm) + 15) / 16 * 16;
-      q.fused_scratch = int(lay / sizeof(int));
-      const dim3 grid(unsigned(p.H), unsigned(p.B + q.fused_rows));
-      return launch_with_smem(fused_kernel<C, kGdn>(plan), grid, lay + (kWarps + 1) * sizeof(int), q, s);
-    }
-  }
-  // split: the flushes first (their CTAs are the longest), then the non-flush kernel as their dependent
-  KernelFn hot = hot_kernel<C, kGdn, kKind>(plan, p.T);
+  KParams q = p;
+  q.fused_rows = plan.fused_rows;
+  q.fused_stride = plan.fused_stride;
+  const std::size_t lay = (std::max(fsm, hsm) + 15) / 16 * 16;
+  q.fused_scratch = int(lay / sizeof(int));
+  const dim3 grid(unsigned(p.H), unsigned(p.B + q.fused_rows));
+  return launch_with_smem(fused, grid, lay + (kWarps + 1) * sizeof(int), q, s);
+}
+
+// The split layout's launch of its two kernels: the flushes first (their CTAs are the longest), then the non-flush
+// kernel as their dependent.
+inline int launch_split(KernelFn hot, KernelFn flush, const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  const std::size_t fsm = flush_smem_bytes(p), hsm = std::size_t(p.head_floats) * sizeof(float);
   cudaError_t e = cudaFuncSetAttribute(hot, cudaFuncAttributeMaxDynamicSharedMemorySize, int(hsm));
   if (e != cudaSuccess) return int(e);
   if (plan.flush_seqs > 0) {
     const long long per = static_cast<long long>(p.H) * ((nsplit + p.flush_slices - 1) / p.flush_slices);
-    const int r = launch_with_smem(flush_kernel<C, kGdn, kKind>(plan), dim3(unsigned(plan.flush_seqs * per)), fsm, p, s);
+    const int r = launch_with_smem(flush, dim3(unsigned(plan.flush_seqs * per)), fsm, p, s);
     if (r != 0) return r;
   }
   cudaLaunchConfig_t cfg = {};
@@ -181,6 +176,23 @@ int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
   return int(cudaGetLastError());
 }
 
+// A ReplaySSM op (kKind step or verify) in its plan's layout: combined, fused (steps) or split.
+template <class C, bool kGdn, OpKind kKind>
+int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  if (plan.layout == Layout::combined) {
+    KernelFn combined = plan.real_dims ? replay_kernel<C, kGdn, true> : replay_kernel<C, kGdn, false>;
+    return launch_with_smem(combined, dim3(unsigned(nsplit), unsigned(p.H), unsigned(p.B)), replay_smem_bytes(p), p, s);
+  }
+  if constexpr (kKind == OpKind::step)
+    if (plan.layout == Layout::fused) return launch_fused(fused_kernel<C, kGdn>(plan), p, plan, s);
+  // The non-flush kernel's template first: the kernels' instantiation order is the order of the module's PTX, and
+  // ptxas's register allocation of some kernels (GDN's grouped verify) depends on that order.
+  KernelFn hot = hot_kernel<C, kGdn, kKind>(plan, p.T);
+  KernelFn flush = plan.flush_seqs > 0 ? flush_kernel<C, kGdn, kKind>(plan) : nullptr;  // launched only then
+  return launch_split(hot, flush, p, plan, s);
+}
+
 // One op under its plan; kKind: the op family this translation unit compiles (conventional decode, ReplaySSM step,
 // ReplaySSM verify), so that each kernel is instantiated only where its op runs. -1: the plan is not the tuned
 // engine's, or the op not of this family (the caller launches the reference kernel); else a cudaError_t.
@@ -195,7 +207,10 @@ int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
       conv_kernel<C, kGdn><<<unsigned(std::size_t(p.B) * p.H * ((p.V + kRows - 1) / kRows)), kThreads, 0, s>>>(p);
       return int(cudaGetLastError());
     } else {
-      return launch_replay<C, kGdn, kKind>(p, plan, s);
+      if (p.records != emu::Records::bf16) return launch_replay<C, kGdn, kKind>(p, plan, s);
+      // BF16 records: their kernels' translation unit (<arch>_records.cu)
+      if constexpr (C::kBits == 32) return launch_tuned_bf16_records<kGdn, kKind>(p, plan, s);
+      return -1;
     }
   }
 }

@@ -16,8 +16,12 @@ namespace replayssm::kern::fast {
 // Runs in its own kernel instantiations (replay_hot_kernel<.., kGroup = true>; group_verify_kernel).
 // kND (group_verify_kernel): the verify op's draft count as a constant (0: p.T / 1 at run time). kTc (the
 // verify kernel's form 2): the row dots on the tensor cores (fast_verify_rows_tc.cuh), two ring stages at a time.
+// BF16 records (fast_records.cuh): FP32 codes, not form 2; the window widened into shared memory by the threads, the
+// drafts' k and Mamba-2's w = v rounded there, GDN's u rounded before the next draft or an output reads it.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, int kND = 0, bool kTc = false>  // kHp: GDN u=hp
 __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const Cta& cta) {
+  static_assert(!kBf16Rec<C> || (C::kBits == 32 && !kTc), "replay_group: BF16 records with FP32 codes, exact dots");
+  using Rec = record_t<C>;
   const int nsplit = kV > 0 ? (kV + kRows - 1) / kRows : cta.nsplit;
   const int b = cta.b, h0 = cta.h, hh0 = b * p.H + h0;  // h0 % group_heads == 0
   const int nh = p.group_heads;
@@ -101,17 +105,32 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
       const float* tk = p.k + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
       const float* tq = p.q + (std::size_t(b) * p.T * p.G + grp) * K + 4 * lane;
       const int GK = p.G * K;
-      for (int j = warp; j < W; j += kWarps)
-        cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      if constexpr (kBf16Rec<C>) {
+        const Rec* rkb = records_of<Rec>(p.rk) + hh * p.cap * K + 4 * lane;
+        for (int j = warp; j < W; j += kWarps)
+          st4(sK + j * K + 4 * lane, j < n ? rec_ld4(rkb + j * K) : rec_round4<Rec>(ld4(tk + (j - n) * GK)));
+      } else {
+        for (int j = warp; j < W; j += kWarps)
+          cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
+      }
       for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
     }
     for (int c4 = lane; c4 < V4; c4 += 32) {
       const int c = 4 * c4;
-      for (int j = warp; j < n; j += kWarps) cp_async16(sW + j * R + c, rw + std::size_t(j) * V + c);
+      if constexpr (kBf16Rec<C>) {
+        const Rec* rwb = records_of<Rec>(p.rw) + hh * p.cap * V;
+        for (int j = warp; j < n; j += kWarps) st4(sW + j * R + c, rec_ld4(rwb + std::size_t(j) * V + c));
+      } else {
+        for (int j = warp; j < n; j += kWarps) cp_async16(sW + j * R + c, rw + std::size_t(j) * V + c);
+      }
       for (int t = warp; t < nd; t += kWarps) {
         const std::size_t o = (bt(t) * p.H + h) * V + c;
         cp_async16(sVt + t * R + c, p.v + o);
-        if (!kGdn) cp_async16(sW + (n + t) * R + c, p.v + o);
+        if constexpr (kBf16Rec<C>) {
+          if (!kGdn) st4(sW + (n + t) * R + c, rec_round4<Rec>(ld4(p.v + o)));
+        } else {
+          if (!kGdn) cp_async16(sW + (n + t) * R + c, p.v + o);
+        }
         if (p.skip) cp_async16(sSk + t * R + c, p.skip + o);
       }
     }
@@ -239,7 +258,10 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
       for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
       for (int x = tid; x < (kTc ? 0 : nd * K4); x += kThreads) {  // form 2: written above
         const int j = x / K4, c = 4 * (x % K4);
-        st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+        if constexpr (kBf16Rec<C>)
+          rec_st4(records_of<Rec>(p.rk) + (hh * p.cap + n + j) * K + c, ld4(sK + (n + j) * K + c));
+        else
+          st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
       }
     }
 
@@ -343,8 +365,8 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
     //     phases on every thread (verify_window_sums), where kPhasedSums.
     if constexpr (kPhasedSums<kGdn, kND, kTc>) {
       static_assert(kV > 0, "replay_group: the verify kernel's window sums at the real dims");
-      verify_window_sums<kGdn, kND, kV>(p, n, b, h, hh, R, NR, sTot, sDq0, sDk0, sCU, sCO, sW, sB, sVt, sSk, recompute,
-                                         tid);
+      verify_window_sums<kGdn, kND, kV, Rec>(p, n, b, h, hh, R, NR, sTot, sDq0, sDk0, sCU, sCO, sW, sB, sVt, sSk,
+                                              recompute, tid);
       continue;
     }
     float* gw = p.rw + hh * p.cap * V;
@@ -356,17 +378,28 @@ __device__ __forceinline__ void replay_group(const KParams& p, float* sm, const 
           const float vt = sVt[t * R + r];
           const float ws = kND > 0 ? window_sum_u4(sTot[t], sDk0[t * R + r], sCU + t * NR, sW + r, R, jn)
                                    : emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn);
-          const float u = emu::gdn_u(sB[jn], vt, ws);
-          sW[jn * R + r] = u;
-          gw[std::size_t(jn) * V + r] = u;
-          if (recompute) gv[std::size_t(jn) * V + r] = vt;
+          if constexpr (kBf16Rec<C>) {
+            const float u = rec_round<Rec>(emu::gdn_u(sB[jn], vt, ws));
+            sW[jn * R + r] = u;
+            emu::record_store(records_of<Rec>(p.rw) + (hh * p.cap + jn) * V + r, u);
+            if (recompute) emu::record_store(records_of<Rec>(p.rv) + (hh * p.cap + jn) * V + r, vt);
+          } else {
+            const float u = emu::gdn_u(sB[jn], vt, ws);
+            sW[jn * R + r] = u;
+            gw[std::size_t(jn) * V + r] = u;
+            if (recompute) gv[std::size_t(jn) * V + r] = vt;
+          }
         }
       }
       __syncthreads();
     }
     auto output = [&](int t, int r) {
       const int jn = n + t;
-      if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+      if constexpr (kBf16Rec<C>) {
+        if (!kGdn) emu::record_store(records_of<Rec>(p.rw) + (hh * p.cap + jn) * V + r, sW[jn * R + r]);
+      } else {
+        if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+      }
       const float y = kND > 0 ? window_sum_u4(sTot[t], sDq0[t * R + r], sCO + t * NR, sW + r, R, jn + 1)
                               : emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
       p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip

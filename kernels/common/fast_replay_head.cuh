@@ -96,6 +96,9 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // head, LaunchPlan::hot == slice_step). Each CTA stages the window and builds the tables (the same values, so the
 // same bits); its warps wait for one group of rows instead of a chain of refills, which is what a small batch needs:
 // a CTA per head leaves most SMs idle and each head's rows arrive two groups at a time.
+// BF16 records (fast_records.cuh): FP32 codes (kStep: form 1); the window is widened into shared memory by the threads
+// (kStep: instead of the bulk copies), the tokens' k and Mamba-2's w = v rounded there, GDN's u rounded before anything
+// reads it.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false, int kFused = 0,
           int kNR = 0, bool kSlice = false>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
@@ -103,6 +106,9 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
                 "replay_head: kStep needs 8- or 32-bit codes at the real dims");
   static_assert(kFused == 0 || kStep, "replay_head: kFused is head_step_kernel's");
   static_assert(!kSlice || (kStep && C::kBits == 32 && kFused == 1), "replay_head: kSlice is the FP32 step's");
+  static_assert(!kBf16Rec<C> || (C::kBits == 32 && (!kStep || kFused == 1)),
+                "replay_head: BF16 records with FP32 codes, exact dots");
+  using Rec = record_t<C>;
   constexpr bool kRowSc = kStep && C::kBlock != 0;  // kStep with 8-bit codes: row scaling (FP32: none)
   constexpr bool kBulk = kRowSc;                     // the checkpoint by bulk copies (comment above)
   static_assert(!kStep || kV % kRows == 0, "replay_head: kStep's bulk copies need the w rows unpadded (R = V)");
@@ -211,7 +217,23 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         else sB[tid] = 1.0f;
       }
     }
-    if constexpr (kStep) {  // the n records' k and w rows as two bulk copies; the token's rows by cp.async
+    if constexpr (kStep && kBf16Rec<C>) {  // the n records' rows widened by every thread (no bulk copy: bar[0] holds 0)
+      if (tid == 0) mbar_init_tx(bar, 0u);
+      const Rec* gk = records_of<Rec>(p.rk) + std::size_t(group_head0(p, hh)) * p.cap * K;
+      const Rec* gwr = records_of<Rec>(p.rw) + std::size_t(hh) * p.cap * V;
+      for (int x = tid; x < n * K4; x += kThreads) st4(sK + 4 * x, rec_ld4(gk + 4 * x));
+      for (int x = tid; x < n * V4; x += kThreads) st4(sW + 4 * x, rec_ld4(gwr + 4 * x));  // R = V (kStep)
+      if (act && warp == kWarps - 1) st4(sK + n * K + 4 * lane, rec_round4<Rec>(ld4(tk)));
+      if (!early && act && warp == kWarps - 3) cp_async16(sQ + 4 * lane, tq);
+      if (warp == kWarps - 2)
+        for (int c4 = lane; c4 < V4; c4 += 32) {
+          const int c = 4 * c4;
+          const std::size_t o = (bt(0) * p.H + h) * V + c;
+          cp_async16(sVt + c, p.v + o);
+          if (!kGdn) st4(sW + n * R + c, rec_round4<Rec>(ld4(p.v + o)));
+          if (p.skip) cp_async16(sSk + c, p.skip + o);
+        }
+    } else if constexpr (kStep) {  // the n records' k and w rows as two bulk copies; the token's rows by cp.async
       if (tid == 0) {
         const unsigned bk = unsigned(n) * K * 4, bw = unsigned(n) * V * 4;
         mbar_init_tx(bar, bk + bw);
@@ -234,6 +256,24 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
           if (!kGdn) cp_async16(sW + n * R + c, p.v + o);
           if (p.skip) cp_async16(sSk + c, p.skip + o);
         }
+    } else if constexpr (kBf16Rec<C>) {  // the records widened, the tokens' k and (Mamba-2) w = v rounded
+    const Rec* rkb = records_of<Rec>(p.rk) + std::size_t(group_head0(p, hh)) * p.cap * K + 4 * lane;
+    const Rec* rwb = records_of<Rec>(p.rw) + std::size_t(hh) * p.cap * V;
+    if (act) {
+      for (int j = warp; j < W; j += kWarps)
+        st4(sK + j * K + 4 * lane, j < n ? rec_ld4(rkb + j * K) : rec_round4<Rec>(ld4(tk + (j - n) * GK)));
+      for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);  // FP32: not early
+    }
+    for (int c4 = lane; c4 < V4; c4 += 32) {
+      const int c = 4 * c4;
+      for (int j = warp; j < n; j += kWarps) st4(sW + j * R + c, rec_ld4(rwb + std::size_t(j) * V + c));
+      for (int t = warp; t < nd; t += kWarps) {
+        const std::size_t o = (bt(t) * p.H + h) * V + c;
+        cp_async16(sVt + t * R + c, p.v + o);
+        if (!kGdn) st4(sW + (n + t) * R + c, rec_round4<Rec>(ld4(p.v + o)));
+        if (p.skip) cp_async16(sSk + t * R + c, p.skip + o);
+      }
+    }
     } else {
     if (act) {
       for (int j = warp; j < W; j += kWarps)
@@ -361,7 +401,10 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
       for (int x = tid; x < nd * K4; x += kThreads) {
         const int j = x / K4, c = 4 * (x % K4);
-        st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+        if constexpr (kBf16Rec<C>)
+          rec_st4(records_of<Rec>(p.rk) + (std::size_t(hh) * p.cap + n + j) * K + c, ld4(sK + (n + j) * K + c));
+        else
+          st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
       }
     }
   }
@@ -398,9 +441,14 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   if constexpr (kGdn && kFused != 0) {  // nd = 1, V <= kThreads
     static_assert(kV > 0 && kV <= kThreads, "replay_head: the fused window takes one thread per row");
     const int r = g0 * kRows + tid;  // kSlice: the group's rows, one thread each
-    if (kSlice ? tid < kRows : tid < V)
-      step_window_fused(r, n, sTot[0], sDq0[r], sDk0[r], sCU, sCO, sW, R, sB[n], sVt[r],
-                        p.skip ? sSk + r : nullptr, gw + std::size_t(n) * V, p.o + (bt(0) * p.H + h) * V);
+    if (kSlice ? tid < kRows : tid < V) {
+      if constexpr (kBf16Rec<C>)
+        step_window_fused(r, n, sTot[0], sDq0[r], sDk0[r], sCU, sCO, sW, R, sB[n], sVt[r], p.skip ? sSk + r : nullptr,
+                          records_of<Rec>(p.rw) + (std::size_t(hh) * p.cap + n) * V, p.o + (bt(0) * p.H + h) * V);
+      else
+        step_window_fused(r, n, sTot[0], sDq0[r], sDk0[r], sCU, sCO, sW, R, sB[n], sVt[r],
+                          p.skip ? sSk + r : nullptr, gw + std::size_t(n) * V, p.o + (bt(0) * p.H + h) * V);
+    }
   } else {
     if constexpr (kGdn) {
       float* gv = recompute ? p.rv + std::size_t(hh) * p.cap * V : nullptr;
@@ -408,10 +456,18 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         for (int t = 0; t < nd; ++t) {
           const int jn = n + t;
           const float vt = sVt[t * R + r];
+          if constexpr (kBf16Rec<C>) {
+            const float ws = emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn);
+            const float u = rec_round<Rec>(emu::gdn_u(sB[jn], vt, ws));
+            sW[jn * R + r] = u;
+            emu::record_store(records_of<Rec>(p.rw) + (std::size_t(hh) * p.cap + jn) * V + r, u);
+            if (recompute) emu::record_store(records_of<Rec>(p.rv) + (std::size_t(hh) * p.cap + jn) * V + r, vt);
+          } else {
           const float u = emu::gdn_u(sB[jn], vt, emu::window_sum(sTot[t], sDk0[t * R + r], sCU + t * NR, sW, R, r, jn));
           sW[jn * R + r] = u;
           gw[std::size_t(jn) * V + r] = u;
           if (recompute) gv[std::size_t(jn) * V + r] = vt;
+          }
         }
       }
       __syncthreads();
@@ -422,7 +478,11 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     for (; r >= V && t < nd; r -= V) ++t;
     while (t < nd) {
       const int jn = n + t;
-      if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+      if constexpr (kBf16Rec<C>) {
+        if (!kGdn) emu::record_store(records_of<Rec>(p.rw) + (std::size_t(hh) * p.cap + jn) * V + r, sW[jn * R + r]);
+      } else {
+        if (!kGdn) gw[std::size_t(jn) * V + r] = sW[jn * R + r];
+      }
       const float y = emu::window_sum(sTot[t], sDq0[t * R + r], sCO + t * NR, sW, R, r, jn + 1);
       p.o[(bt(t) * p.H + h) * V + r] = p.skip ? __fadd_rn(y, sSk[t * R + r]) : y;  // emu::add_skip
       for (r += kThreads; r >= V && t < nd; r -= V) ++t;

@@ -34,10 +34,13 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // policy, the scaling and the rounding are constants, and each warp's 4 rows share their dot trees (bfly_sum4), their
 // amax reduction and their scale divisions (encode_rows4) instead of one tree per row; u and the coefficient rows
 // G_j w_j[r] once per row of the CTA before the slices (flush_prep_folded). The same operations on the same operands in
-// the same order, so the same bits.
+// the same order, so the same bits. BF16 records (fast_records.cuh): the folded step flush only, the window widened
+// into shared memory by the threads and the appended k and w rounded there.
 template <class C, bool kGdn, bool kFlush, int kK = 0, int kV = 0, int kFold = 0>
 __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const Cta& cta) {
   static_assert(kFold == 0 || (kFlush && kK > 0 && kV > 0), "replay_lean: kFold is the step flush at the real dims");
+  static_assert(!kBf16Rec<C> || kFold != 0, "replay_lean: BF16 records in the folded step flush only");
+  using Rec = record_t<C>;
   constexpr int kRowK = kFold ? kK : 0;  // load_raw's folded form
   const int b = cta.b, h = cta.h, hh = b * p.H + h, sp = cta.sp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -92,6 +95,26 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
         else sB[tid] = 1.0f;
       }
     }
+    if constexpr (kBf16Rec<C>) {  // the records widened, the token's k and (Mamba-2) w = v rounded
+      const Rec* rkb = records_of<Rec>(p.rk) + std::size_t(hh) * p.cap * K + 4 * lane;
+      const Rec* rwb = records_of<Rec>(p.rw) + std::size_t(hh) * p.cap * V + r0;
+      if (act) {
+        for (int j = warp; j < W; j += kWarps)
+          st4(sK + j * K + 4 * lane, j < n ? rec_ld4(rkb + j * K) : rec_round4<Rec>(ld4(tk + (j - n) * GK)));
+        for (int t = warp; t < nd; t += kWarps) cp_async16(sQ + t * K + 4 * lane, tq + t * GK);
+      }
+      for (int c = 4 * (tid & 7); c < RS; c += kRows) {
+        if (r0 + c < V) {
+          for (int j = tid >> 3; j < n; j += kThreads / 8) st4(sW + j * RS + c, rec_ld4(rwb + j * V + c));
+          for (int t = tid >> 3; t < nd; t += kThreads / 8) {
+            const std::size_t o = (bt(t) * p.H + h) * V + r0 + c;
+            cp_async16(sVt + t * RS + c, p.v + o);
+            if (!kGdn) st4(sW + (n + t) * RS + c, rec_round4<Rec>(ld4(p.v + o)));
+            if (p.skip) cp_async16(sSk + t * RS + c, p.skip + o);
+          }
+        }
+      }
+    } else {
     if (act) {
       for (int j = warp; j < W; j += kWarps)
         cp_async16(sK + j * K + 4 * lane, j < n ? rk + j * K : tk + (j - n) * GK);
@@ -108,6 +131,7 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
         }
       }
     }
+    }  // FP32 records
   }
   // 2. Checkpoint rows (raw codes) into registers, issued after the window's cp.async (so that the staging loops do
   //    not hold them live) and before the wait: one round trip for both.
@@ -166,7 +190,10 @@ __device__ __forceinline__ void replay_lean(const KParams& p, float* sm, const C
     for (int j = tid; j < nd; j += kThreads) wa[n + j] = sA[n + j], wb[n + j] = sB[n + j];
     for (int x = tid; x < nd * K4; x += kThreads) {
       const int j = x / K4, c = 4 * (x % K4);
-      st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
+      if constexpr (kBf16Rec<C>)
+        rec_st4(records_of<Rec>(p.rk) + (std::size_t(hh) * p.cap + n + j) * K + c, ld4(sK + (n + j) * K + c));
+      else
+        st4(wk + std::size_t(n + j) * K + c, ld4(sK + (n + j) * K + c));
     }
   }
   if constexpr (kFlush) {

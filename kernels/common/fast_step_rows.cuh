@@ -1,6 +1,7 @@
 #pragma once
 // head_step_kernel's 8-bit row dots with the trees of several row groups reduced together (kFused of
 // replay_head). Part of fast_kernel.cuh, included by fast_replay_head.cuh.
+#include "kernels/common/fast_records.cuh"
 #include "kernels/common/fast_rows.cuh"
 
 namespace replayssm::kern::fast {
@@ -88,10 +89,12 @@ inline constexpr int kStepRsChunk = 2;
 // GDN's window sums of row r in the step (one draft), u's and the output's in one thread: emu::window_sum over the n
 // records for S_(t-1) k_t (u = emu::gdn_u), and over the n records and u for the output, each chain in the emulation's
 // order, so the same bits as replay_head's two loops; the records' w[r] are loaded once for both chains, and no
-// barrier separates them (the output of row r needs only row r's u). Stores u (record n's w[r]) and the output.
+// barrier separates them (the output of row r needs only row r's u). Stores u (record n's w[r], in the record buffer's
+// element type Rec: u is rounded to that record value first, which the output reads) and the output.
+template <class Rec>
 __device__ __forceinline__ void step_window_fused(int r, int n, float total, float dq, float dk, const float* sCU,
                                                   const float* sCO, const float* sW, int R, float beta, float vt,
-                                                  const float* skip_r, float* gw_n, float* out) {
+                                                  const float* skip_r, Rec* gw_n, float* out) {
   float au = __fmul_rn(total, dk), ao = __fmul_rn(total, dq);
 #pragma unroll 4
   for (int j = 0; j < n; ++j) {
@@ -99,8 +102,13 @@ __device__ __forceinline__ void step_window_fused(int r, int n, float total, flo
     au = __fmaf_rn(sCU[j], w, au);
     ao = __fmaf_rn(sCO[j], w, ao);
   }
-  const float u = emu::gdn_u(beta, vt, au);
-  gw_n[r] = u;
+  float u = emu::gdn_u(beta, vt, au);
+  if constexpr (std::is_same_v<Rec, float>) {
+    gw_n[r] = u;
+  } else {
+    u = rec_round<Rec>(u);
+    emu::record_store(gw_n + r, u);
+  }
   ao = __fmaf_rn(sCO[n], u, ao);
   out[r] = skip_r ? __fadd_rn(ao, *skip_r) : ao;
 }

@@ -27,6 +27,7 @@ struct Variant {
   emu::USource usource = emu::USource::hp;
   formats::FormatSpec format;
   bool tc_dots = false;  // the row dots on the tensor cores (not the emulation's bits)
+  emu::Records records = emu::Records::fp32;  // the replay buffer's record vectors (ReplaySSM policies only)
 };
 
 struct Config {
@@ -73,6 +74,7 @@ struct Row {
   double flush_fraction = 0;    // measured share of row-steps that flushed (decode, replay)
   long nonfinite = 0;           // non-finite outputs after timing (must be 0)
   std::string dots = "exact";   // "exact" (the emulation's bits) or "tc" (the tensor-core row dots)
+  std::string records = "fp32"; // the record vectors' format: fp32, or bf16 (2-byte records in the byte model)
   std::string plan;             // the launch plan(s) the row ran (kernels/launch_plan.h: to_string)
   std::string note;
 };

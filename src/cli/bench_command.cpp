@@ -39,6 +39,9 @@ void add_options(po::options_description& d) {
       "policies of the decode variants: conventional | replay-shared | replay-split (split needs a non-fp32 format)")(
       "usource", po::value<std::string>()->default_value("lp,recompute,hp"),
       "GDN replay-split u-sources: hp | lp | recompute, comma-separated")(
+      "records", po::value<std::string>()->default_value("fp32"),
+      "replay buffer record formats of the ReplaySSM decode and verify variants: fp32 | bf16, comma-separated (bf16: "
+      "k, w and raw v stored as BF16, 2 bytes an element in the byte model; conventional decode keeps no records)")(
       "spec-T", po::value<std::string>()->default_value("1..8"), "verify draft counts: 'a..b' or a comma list; 'none' skips verify")(
       "verify-policies", po::value<std::string>()->default_value("conventional,replay-shared"),
       "policies timed as chain verify (store-all vs ReplaySSM)")(
@@ -170,15 +173,15 @@ void write_csv(const std::string& path, const kbench::Result& res) {
   {
     std::ofstream f(tmp);
     if (!f) throw UserError("--csv " + path + ": cannot open for writing");
-    f << "arch,kernel,policy,usource,format,scaling,dots,B,L,T,median_us,p10_us,p90_us,min_us,reps,sets,steps_per_graph,"
+    f << "arch,kernel,policy,usource,format,scaling,dots,records,B,L,T,median_us,p10_us,p90_us,min_us,reps,sets,steps_per_graph,"
          "model_bytes,state_bytes,gbps,pct_roofline,speedup_vs_conv,verify_vs_own_step,verify_vs_conv_step,"
          "flush_fraction,nonfinite,note\n";
     for (const auto& r : res.rows) {
       char buf[1024];
       std::snprintf(buf, sizeof buf,
-                    "%s,%s,%s,%s,%s,%s,%s,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,%.0f,%.0f,%.2f,%.3f,%.4f,%.4f,%.4f,%.5f,%ld,\"%s\"\n",
+                    "%s,%s,%s,%s,%s,%s,%s,%s,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,%.0f,%.0f,%.2f,%.3f,%.4f,%.4f,%.4f,%.5f,%ld,\"%s\"\n",
                     r.arch.c_str(), r.kernel.c_str(), r.policy.c_str(), r.usource.c_str(), r.format.c_str(),
-                    r.scaling.c_str(), r.dots.c_str(), r.B, r.L, r.T, r.median_us, r.p10_us, r.p90_us, r.min_us, r.reps, r.sets,
+                    r.scaling.c_str(), r.dots.c_str(), r.records.c_str(), r.B, r.L, r.T, r.median_us, r.p10_us, r.p90_us, r.min_us, r.reps, r.sets,
                     r.steps_per_graph, r.model_bytes, r.state_bytes, r.gbps, r.pct_roofline, r.speedup_vs_conv,
                     r.vs_own_step, r.vs_conv_step, r.flush_fraction, r.nonfinite, r.note.c_str());
       f << buf;
@@ -216,6 +219,7 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   strings("format", [](const R& r) { return r.format; });
   strings("scaling", [](const R& r) { return r.scaling; });
   strings("dots", [](const R& r) { return r.dots; });
+  strings("records", [](const R& r) { return r.records; });
   strings("note", [](const R& r) { return r.note; });
   strings("plan", [](const R& r) { return r.plan; });
   ints("B", [](const R& r) { return r.B; });
@@ -239,7 +243,8 @@ void write_h5(const std::string& path, const kbench::Result& res, const std::vec
   doubles("flush_fraction", [](const R& r) { return r.flush_fraction; });
   f.set_attr("/rows", "n_rows", std::int64_t(n));
   f.set_attr("/rows", "units", "median/p10/p90/min_us: microseconds per decode step (per verify, per copy); "
-                               "model_bytes: DESIGN section 6 byte model per step incl. records (their k once per group) and token I/O; "
+                               "model_bytes: DESIGN section 6 byte model per step incl. records (their k once per group; k, w and raw v "
+                               "at 2 bytes an element where records = bf16) and token I/O; "
                                "gbps = model_bytes / median; pct_roofline vs the measured copy roofline");
   f.ensure_group("/device");
   f.set_attr("/device", "name", res.device);
@@ -319,6 +324,16 @@ int run(const po::variables_map& vm) {
     }
   }
   if (usrc.empty()) usrc.push_back(emu::USource::hp);
+  std::vector<emu::Records> recs;
+  for (const std::string& t : split("records", vm["records"].as<std::string>())) {
+    try {
+      const emu::Records r = emu::parse_records(t);
+      if (std::find(recs.begin(), recs.end(), r) == recs.end()) recs.push_back(r);
+    } catch (const std::invalid_argument& e) {
+      throw UserError(std::string("--records: ") + e.what());
+    }
+  }
+  if (recs.empty()) throw UserError("--records: no values");
   auto policies = [&](const std::string& opt) {
     std::vector<emu::Policy> out;
     for (const std::string& t : split(opt, vm[opt].as<std::string>())) {
@@ -345,18 +360,23 @@ int run(const po::variables_map& vm) {
       for (const formats::FormatSpec& f : fs) {
         if (p == emu::Policy::replay_split && f.format == formats::FormatId::fp32) continue;  // LP copy = HP copy
         const std::vector<emu::USource>& us = p == emu::Policy::replay_split ? usrc : hp_only;
-        for (emu::USource u : us) {
+        const std::vector<emu::Records> rs =
+            p == emu::Policy::conventional_shared ? std::vector<emu::Records>{emu::Records::fp32} : recs;
+        for (emu::USource u : us)
+          for (emu::Records r : rs) {
 #if defined(REPLAYSSM_HAVE_CUDA)
-          kbench::Variant v;
-          v.policy = p;
-          v.usource = u;
-          v.format = f;
-          out.push_back(v);
+            kbench::Variant v;
+            v.policy = p;
+            v.usource = u;
+            v.format = f;
+            v.records = r;
+            out.push_back(v);
 #else
-          (void)u;
-          out.push_back(0);
+            (void)u;
+            (void)r;
+            out.push_back(0);
 #endif
-        }
+          }
       }
     return out;
   };

@@ -168,7 +168,7 @@ bool valid_name(const std::string& n) {
 bool TargetRow::matches(const std::string& arch, const kbench::Row& r) const {
   return r.arch == arch && r.kernel == kernel && r.policy == policy && r.format == format && r.B == B && r.L == L &&
          r.T == T && r.dots == dots && (scaling.empty() || r.scaling == scaling) &&
-         (usource.empty() || r.usource == usource);
+         (usource.empty() || r.usource == usource) && r.records == "fp32";
 }
 
 std::string TargetRow::label(const std::string& arch) const {
@@ -239,6 +239,7 @@ std::string variant_label(const kbench::Row& r) {
   if (r.scaling != "none" && r.scaling != "-") s += ":" + r.scaling;
   if (r.usource != "-") s += "/u=" + r.usource;
   if (r.dots == "tc") s += "/tc-dots";
+  if (r.records != "fp32") s += "/records=" + r.records;
   return s;
 }
 

@@ -10,6 +10,7 @@
 namespace replayssm::cli {
 
 // Which bench row a target reads: every field must match; empty scaling / usource match any (the fastest row wins).
+// Only rows of FP32 records match: the targets and their byte-model bounds are the FP32 records' (targets.ini).
 struct TargetRow {
   std::string kernel, policy, format, scaling, usource, dots = "exact";
   int T = 0, B = 0, L = 0;

@@ -15,6 +15,8 @@
 //  * every product and sum is FP32, rounded to nearest; fmaf only where written; no contraction anywhere
 //    (host: -ffp-contract=off; device: --fmad=false).
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "formats/hd.h"
 #include "formats/minifloat.h"
@@ -60,11 +62,35 @@ REPLAYSSM_HD float window_gammas(const float* a, int m, float* G) {
   return REPLAYSSM_MUL(G[0], a[0]);
 }
 
+// A record vector element as a buffer holds it: float (FP32 records), or RecordBf16 (Records::bf16: the RNE code of
+// formats::bf16_encode, 2 bytes). record_load widens it to the FP32 value the products read; record_store stores an
+// FP32 value in the element's format. A BF16 element round-trips to record_value(x, true) (below), so a buffer of
+// either type feeds the same products with the same bits as the emulation's FP32 buffer of rounded values.
+struct RecordBf16 {
+  std::uint16_t bits;
+};
+static_assert(sizeof(RecordBf16) == 2, "RecordBf16: the 2-byte BF16 code");
+REPLAYSSM_HD float record_load(float x) { return x; }
+REPLAYSSM_HD float record_load(RecordBf16 x) { return formats::bf16_decode(x.bits); }
+REPLAYSSM_HD void record_store(float* dst, float x) { *dst = x; }
+REPLAYSSM_HD void record_store(RecordBf16* dst, float x) { dst->bits = formats::bf16_encode(x); }
+// The element type of a mode's record buffers.
+template <bool kBf16>
+using record_elem_t = std::conditional_t<kBf16, RecordBf16, float>;
+
 // y_r = total * Sc_x_r + sum_{j<m} (G_j * d_j) w_j[r]   (d_j = k_j . x; re-associated window product).
 // w is indexed w[j * w_stride + r]; coef[j] = G_j * d_j precomputed by window_coefs.
 REPLAYSSM_HD float window_sum(float total, float Sc_x_r, const float* coef, const float* w, int w_stride, int r, int m) {
   float acc = REPLAYSSM_MUL(total, Sc_x_r);
   for (int j = 0; j < m; ++j) acc = REPLAYSSM_FMA(coef[j], w[j * w_stride + r], acc);
+  return acc;
+}
+// The same over a record buffer of element type W (RecordBf16), each w widened by record_load. (The FP32 form above
+// stays a function of its own: the kernels' generated code for FP32 records is that of the plain form.)
+template <class W>
+REPLAYSSM_HD float window_sum(float total, float Sc_x_r, const float* coef, const W* w, int w_stride, int r, int m) {
+  float acc = REPLAYSSM_MUL(total, Sc_x_r);
+  for (int j = 0; j < m; ++j) acc = REPLAYSSM_FMA(coef[j], record_load(w[j * w_stride + r]), acc);
   return acc;
 }
 
@@ -80,6 +106,13 @@ REPLAYSSM_HD float gdn_u(float beta, float v, float ask) { return REPLAYSSM_MUL(
 REPLAYSSM_HD float window_state_elem(float total, float sc, const float* rowcoef, const float* kcol, int k_stride, int m) {
   float acc = REPLAYSSM_MUL(total, sc);
   for (int j = 0; j < m; ++j) acc = REPLAYSSM_FMA(rowcoef[j], kcol[j * k_stride], acc);
+  return acc;
+}
+// The same over a record buffer of element type Kc (RecordBf16), each k widened by record_load.
+template <class Kc>
+REPLAYSSM_HD float window_state_elem(float total, float sc, const float* rowcoef, const Kc* kcol, int k_stride, int m) {
+  float acc = REPLAYSSM_MUL(total, sc);
+  for (int j = 0; j < m; ++j) acc = REPLAYSSM_FMA(rowcoef[j], record_load(kcol[j * k_stride]), acc);
   return acc;
 }
 
@@ -106,7 +139,7 @@ REPLAYSSM_HD float conv_update(float w_r, float k_c, float as) { return REPLAYSS
 
 // A record vector's element as the buffer holds it: itself (FP32 records) or its BF16 value (RNE), widened.
 REPLAYSSM_HD float record_value(float x, bool bf16) {
-  return bf16 ? formats::bf16_decode(formats::bf16_encode(x)) : x;
+  return bf16 ? record_load(RecordBf16{formats::bf16_encode(x)}) : x;
 }
 REPLAYSSM_HD float add_skip(float o, const float* skip, int r) { return skip ? REPLAYSSM_ADD(o, skip[r]) : o; }
 

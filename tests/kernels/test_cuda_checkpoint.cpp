@@ -53,3 +53,25 @@ TEST_CASE("cuda checkpoints: a blob of another mode or backend is refused", "[cu
   emu_be->save(emu_blob);
   CHECK_THROWS_AS(a->load(emu_blob.data(), emu_blob.size()), std::invalid_argument);
 }
+
+// BF16 records at the real head dims, where the tuned FP32 step keeps them (kern::bf16_records_tuned): a checkpoint
+// saved mid-window or at a flush continues bit for bit, and its record vectors are the device's 2-byte codes (the
+// blob is the FP32 records' less 2 bytes per record vector element, its mode's name aside).
+TEST_CASE("cuda checkpoints: BF16 records of the tuned step round-trip, at 2 bytes an element", "[cuda][checkpoint]") {
+  for (const Arch arch : {Arch::gdn, Arch::mamba2}) {
+    const Dims d = real_head_shape(arch).dims;
+    const Mode m = parse_mode("replay_shared/fp32/rec=bf16", arch);
+    INFO(arch_name(arch) << " " << m.name());
+    for (const int cut : {1, 15, 16, 17}) testing::check_backend_resume(fresh_gpu, d, m, cut);
+    std::vector<std::uint8_t> b16, b32;
+    auto a = fresh_gpu();
+    a->init(d, m, nullptr);
+    a->save(b16);
+    Mode m32 = m;
+    m32.records = Records::fp32;
+    a->init(d, m32, nullptr);
+    a->save(b32);
+    const std::size_t elems = d.heads() * std::size_t(m.capacity()) * std::size_t(d.K + d.V);
+    CHECK(b32.size() - m32.name().size() == b16.size() - m.name().size() + 2 * elems);
+  }
+}

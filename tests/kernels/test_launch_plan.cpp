@@ -184,12 +184,58 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
                   .fixed_records);
   CHECK(plan(real_problem(Arch::gdn, Policy::replay_shared, FormatId::fp32, 256), "layout=combined").layout ==
         Layout::combined);
-  // BF16 records: the reference kernel (the tuned kernels keep FP32 records), whatever the override
+  // BF16 records: the FP32 step and the FP32 verify without an early flush keep the plan of FP32 records (their kernels
+  // keep BF16 records); every other op with BF16 records runs on the reference kernel, whatever the override
+  const std::string ref_bf16 = "reference (BF16 records outside the FP32 step and verify kernels)";
   for (Arch a : {Arch::gdn, Arch::mamba2}) {
-    kern::Problem rec = real_problem(a, Policy::replay_split, FormatId::fp32, 256);
+    for (int B : {1, 4, 16, 64, 256, 512}) {
+      for (int T : {1, 2, 5, 8})
+        for (const char* o : {"", "heads=1", "layout=split"}) {
+          kern::Problem v = real_problem(a, Policy::replay_shared, FormatId::fp32, B, T);
+          const kern::LaunchPlan fp32_records = plan(v, o);
+          v.records = emu::Records::bf16;
+          const kern::LaunchPlan bf16_records = plan(v, o);
+          INFO(emu::arch_name(a) << " B=" << B << " verify T=" << T << " '" << o
+                                 << "': " << kern::to_string(bf16_records));
+          CHECK(kern::to_string(bf16_records) == kern::to_string(fp32_records));
+          CHECK(kern::bf16_records_tuned(kern::Op::verify, bf16_records));
+        }
+      for (const char* o : {"", "layout=split", "records=generic", "step=slice", "step=head"})
+        for (const bool none_flush : {false, true}) {
+          kern::Problem rec = real_problem(a, Policy::replay_shared, FormatId::fp32, B);
+          if (none_flush) rec.flushing = 0;
+          const kern::LaunchPlan fp32_records = plan(rec, o);
+          rec.records = emu::Records::bf16;
+          const kern::LaunchPlan bf16_records = plan(rec, o);
+          INFO(emu::arch_name(a) << " B=" << B << " override '" << o << "': " << kern::to_string(bf16_records));
+          CHECK(kern::to_string(bf16_records) == kern::to_string(fp32_records));
+          CHECK(kern::bf16_records_tuned(kern::Op::step, bf16_records));
+        }
+    }
+    kern::Problem rec = real_problem(a, Policy::replay_shared, FormatId::fp32, 256);
     rec.records = emu::Records::bf16;
-    CHECK(kern::to_string(plan(rec)) == "reference (BF16 records)");
-    CHECK(kern::to_string(plan(rec, "layout=split")) == "reference (BF16 records)");
+    CHECK(kern::to_string(plan(rec, "layout=combined")) == ref_bf16);
+    kern::Problem rec_early = rec;  // an early flush: the generic flush
+    rec_early.early = 1;
+    CHECK(kern::to_string(plan(rec_early)) == ref_bf16);
+    kern::Problem rec_unknown = rec;  // an unknown early-flush count: the generic flush
+    rec_unknown.early = -1;
+    CHECK(kern::to_string(plan(rec_unknown)) == ref_bf16);
+    for (int T : {1, 2, 8}) {  // a verify with an early flush (the generic flush kernel), or in the tensor-core form
+      kern::Problem v = real_problem(a, Policy::replay_shared, FormatId::fp32, 256, T);
+      v.records = emu::Records::bf16;
+      kern::Problem v_early = v;
+      v_early.early = 1;
+      v_early.flushing = 1;
+      CHECK(kern::to_string(plan(v_early)) == ref_bf16);
+      if (T >= kern::tc_verify_min_drafts(a == Arch::gdn)) CHECK(kern::to_string(plan(v, "dots=tc")) == ref_bf16);
+    }
+    kern::Problem f8 = real_problem(a, Policy::replay_shared, FormatId::fp8_e4m3, 256);
+    f8.records = emu::Records::bf16;
+    CHECK(kern::to_string(plan(f8)) == ref_bf16);
+    kern::Problem small = rec;  // other head dims: the runtime-dims paths
+    small.V = 32;
+    CHECK(kern::to_string(plan(small)) == ref_bf16);
   }
 }
 
