@@ -5,7 +5,8 @@
 
 namespace replayssm::kern::fast {
 
-template <class C, bool kGdn>
+// kRne: RNE stores of a format with the hardware pair conversion (encode_row<C, true>).
+template <class C, bool kGdn, bool kRne = false>
 __global__ void __launch_bounds__(kThreads, 4) conv_kernel(KParams p) {
   const int nsplit = (p.V + kRows - 1) / kRows;
   const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_kernel(KParams p) {
         for (int e = 0; e < 4; ++e) S[i].x[e] = emu::conv_update(w, k.x[e], S[i].x[e]);
         const float y = dot4(S[i], q, act);
         if (lane == 0) o[r] = skip ? __fadd_rn(y, sk[i]) : y;  // emu::add_skip
-        encode_row<C>(p, S[i], dc, ds, r, lane, act, std::uint32_t(hh), step);
+        encode_row<C, kRne>(p, S[i], dc, ds, r, lane, act, std::uint32_t(hh), step);
       }
     }
     return;

@@ -204,7 +204,14 @@ int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
     if (plan.engine != Engine::tuned || op_kind(p_in) != kKind) return -1;
     const KParams p = derive<C, kGdn>(p_in, plan);
     if constexpr (kKind == OpKind::conventional) {
-      conv_kernel<C, kGdn><<<unsigned(std::size_t(p.B) * p.H * ((p.V + kRows - 1) / kRows)), kThreads, 0, s>>>(p);
+      const unsigned grid = unsigned(std::size_t(p.B) * p.H * ((p.V + kRows - 1) / kRows));
+      if constexpr (formats::kHwRnePair<C::kFormat>) {
+        if (p.rounding == formats::Rounding::rne) {
+          conv_kernel<C, kGdn, true><<<grid, kThreads, 0, s>>>(p);
+          return int(cudaGetLastError());
+        }
+      }
+      conv_kernel<C, kGdn><<<grid, kThreads, 0, s>>>(p);
       return int(cudaGetLastError());
     } else {
       if (p.records != emu::Records::bf16) return launch_replay<C, kGdn, kKind>(p, plan, s);

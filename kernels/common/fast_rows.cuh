@@ -270,10 +270,12 @@ __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* c
 }
 
 // Encode row r (lane's 4 elements; warp-collective) into codes / scales; returns the decoded stored values.
-template <class C>
+// kRne: the caller knows the rounding is RNE and the format has the hardware pair conversion, so the software
+// encode and the stochastic-rounding inputs are not compiled in (fewer live registers in the caller's loop).
+template <class C, bool kRne = false>
 __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uint8_t* codes, std::uint8_t* scales,
                                          int r, int lane, bool act, std::uint32_t hh, std::uint32_t step) {
-  const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
+  (void)hh, (void)step;  // the stochastic-rounding inputs: unused where kRne
   F4 xs = x;
   float scale = 1.0f;
   if (scaled<C>(p)) {
@@ -295,18 +297,22 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   if (act) {
     std::uint32_t c[4];
     bool done = false;
+    static_assert(!kRne || formats::kHwRnePair<C::kFormat>, "encode_row<C, true>: formats with the hardware pair only");
     if constexpr (formats::kHwRnePair<C::kFormat>) {  // the hardware pair conversion, same bits (hw_convert.cuh)
-      if (p.rounding == formats::Rounding::rne) {
+      if (kRne || p.rounding == formats::Rounding::rne) {
         formats::hw_rne_encode2<C::kFormat>(xs.x[0], xs.x[1], c[0], c[1]);
         formats::hw_rne_encode2<C::kFormat>(xs.x[2], xs.x[3], c[2], c[3]);
         done = true;
       }
     }
-    if (!done) {
+    if constexpr (!kRne) {
+      if (!done) {
+        const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        c[e] = static_cast<std::uint32_t>(
-            C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * lane + e)));
+        for (int e = 0; e < 4; ++e)
+          c[e] = static_cast<std::uint32_t>(
+              C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * lane + e)));
+      }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
