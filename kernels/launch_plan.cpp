@@ -38,7 +38,9 @@ int parse_count(const std::string& key, const std::string& v, const char* accept
 }
 
 bool is_real(const Problem& p) { return real_head_dims(p.gdn(), p.K, p.V); }
-int state_bits(formats::FormatId f) { return f == formats::FormatId::fp32 ? 32 : 8; }
+int state_bits(formats::FormatId f) {
+  return f == formats::FormatId::fp32 ? 32 : (f == formats::FormatId::bf16 || f == formats::FormatId::fp16) ? 16 : 8;
+}
 
 }  // namespace
 
@@ -50,7 +52,7 @@ PlanOverride parse_plan_override(const std::string& s) {
     const auto eq = item.find('=');
     if (item.empty() || eq == std::string::npos)
       throw std::invalid_argument("plan: '" + item + "': expected key=value (keys: kernel, layout, heads, slices, hint, "
-                                  "records, dots, pdl, step)");
+                                  "records, dots, pdl, step, conv)");
     const std::string key = trim(item.substr(0, eq)), v = trim(item.substr(eq + 1));
     if (key == "kernel") {
       if (v != "auto" && v != "reference") throw std::invalid_argument("plan: kernel=" + v + ": expected auto|reference");
@@ -88,9 +90,15 @@ PlanOverride parse_plan_override(const std::string& s) {
       else if (v == "head") o.step = S::head;
       else if (v == "slice") o.step = S::slice;
       else throw std::invalid_argument("plan: step=" + v + ": expected auto|head|slice");
+    } else if (key == "conv") {
+      using Cv = PlanOverride::Conv;
+      if (v == "auto") o.conv = Cv::automatic;
+      else if (v == "lane") o.conv = Cv::lane;
+      else if (v == "row8") o.conv = Cv::row8;
+      else throw std::invalid_argument("plan: conv=" + v + ": expected auto|lane|row8");
     } else {
       throw std::invalid_argument("plan: unknown key '" + key +
-                                  "' (keys: kernel, layout, heads, slices, hint, records, dots, pdl, step)");
+                                  "' (keys: kernel, layout, heads, slices, hint, records, dots, pdl, step, conv)");
     }
   }
   o.text = to_string(o);
@@ -111,6 +119,8 @@ std::string to_string(const PlanOverride& o) {
   if (o.no_pdl) w.push_back("pdl=off");
   if (o.step != PlanOverride::Step::automatic)
     w.push_back(o.step == PlanOverride::Step::head ? "step=head" : "step=slice");
+  if (o.conv != PlanOverride::Conv::automatic)
+    w.push_back(o.conv == PlanOverride::Conv::lane ? "conv=lane" : "conv=row8");
   std::string s;
   for (const auto& x : w) s += (s.empty() ? "" : ",") + x;
   return s;
@@ -165,6 +175,7 @@ std::string to_string(const LaunchPlan& p) {
   std::ostringstream s;
   s << "layout=" << layout_name(p.layout);
   if (p.layout == Layout::conventional || p.layout == Layout::combined) {
+    if (p.conv_row8) s << " row8";
     if (p.real_dims) s << " real";
     return s.str();
   }
@@ -183,8 +194,11 @@ bool tuned_applies(const Problem& p, std::string* why) {
     if (why) *why = r;
     return false;
   };
-  if (p.format != formats::FormatId::fp32 && p.format != formats::FormatId::fp8_e4m3)
-    return no("format not instantiated in the tuned kernels");
+  using formats::FormatId;
+  const bool every_op = p.format == FormatId::fp32 || p.format == FormatId::fp8_e4m3;
+  const bool conventional = p.format == FormatId::bf16 || p.format == FormatId::fp16 ||
+                            p.format == FormatId::fp8_e5m2 || p.format == FormatId::int8;
+  if (!every_op && !(conventional && !p.replay())) return no("format not instantiated in the tuned kernels");
   if (p.op == Op::state) return no("materialise op");
   if (p.op == Op::tree) return no("tree verify");
   if (p.K > 128 || p.K % 4 != 0) return no("K > 128 or K % 4 != 0");
@@ -306,6 +320,8 @@ LaunchPlan plan_any_records(const Problem& p, const Device& dev, const PlanOverr
   plan.real_dims = is_real(p);
   if (!p.replay()) {
     plan.layout = Layout::conventional;
+    plan.conv_row8 = o.conv == PlanOverride::Conv::row8 ||
+                     (o.conv == PlanOverride::Conv::automatic && conv_row8_rule(state_bits(p.format)));
     return plan;
   }
   const int bits = state_bits(p.format), nsplit = p.nsplit();

@@ -80,4 +80,149 @@ __global__ void __launch_bounds__(kThreads, 4) conv_kernel(KParams p) {
 
 }
 
+// Encode the row of a row8 lane (conv_row8_kernel's layout: chunk c = the canonical virtual lane j + 8 c). The amax
+// of a row (row scaling) is reduced over the row's 8 lanes after the lane's 16 elements, that of a 32-column block
+// (block scaling: block c is chunk c) over the same 8 lanes per chunk; the maximum is order-free, so the scales, the
+// codes and their bits are encode_row's.
+template <class C, bool kRne = false>
+__device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], std::uint8_t* codes,
+                                            std::uint8_t* scales, int r, int j, const bool (&act)[4], bool row_ok,
+                                            std::uint32_t hh, std::uint32_t step) {
+  (void)hh, (void)step;  // the stochastic-rounding inputs: unused where kRne
+  F4 xs[4] = {x[0], x[1], x[2], x[3]};
+  if (scaled<C>(p)) {
+    float am[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      am[c] = 0.0f;
+      if (act[c]) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) am[c] = formats::amax_ignore_nan(am[c], x[c].x[e]);
+      }
+    }
+    float scale[4];
+    if (p.scaling == formats::Scaling::row) {
+      float m = formats::amax_ignore_nan(formats::amax_ignore_nan(am[0], am[1]), formats::amax_ignore_nan(am[2], am[3]));
+#pragma unroll
+      for (int off = 4; off > 0; off /= 2) m = formats::amax_ignore_nan(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+      scale[0] = scale[1] = scale[2] = scale[3] = C::scale_from_amax(m);
+      if (j == 0 && row_ok) reinterpret_cast<float*>(scales)[r] = scale[0];
+      const float inv = formats::div_rn(1.0f, scale[0]);
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) xs[c].x[e] = formats::mul_rn(x[c].x[e], inv);
+    } else {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+#pragma unroll
+        for (int off = 4; off > 0; off /= 2)
+          am[c] = formats::amax_ignore_nan(am[c], __shfl_xor_sync(0xFFFFFFFFu, am[c], off));
+        scale[c] = C::scale_from_amax(am[c]);
+        if (j == 0 && act[c] && row_ok) reinterpret_cast<float*>(scales)[scale_idx<C>(p, r, 8 * c)] = scale[c];
+        const float inv = formats::div_rn(1.0f, scale[c]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) xs[c].x[e] = formats::mul_rn(x[c].x[e], inv);
+      }
+    }
+  }
+  if (!row_ok) return;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    if (!act[c]) continue;
+    const int vl = j + 8 * c;
+    std::uint32_t cc[4];
+    bool done = false;
+    static_assert(!kRne || formats::kHwRnePair<C::kFormat>, "encode_row8<C, true>: formats with the hardware pair only");
+    if constexpr (formats::kHwRnePair<C::kFormat>) {
+      if (kRne || p.rounding == formats::Rounding::rne) {
+        formats::hw_rne_encode2<C::kFormat>(xs[c].x[0], xs[c].x[1], cc[0], cc[1]);
+        formats::hw_rne_encode2<C::kFormat>(xs[c].x[2], xs[c].x[3], cc[2], cc[3]);
+        done = true;
+      }
+    }
+    if constexpr (!kRne) {
+      if (!done) {
+        const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          cc[e] = static_cast<std::uint32_t>(
+              C::encode(xs[c].x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * vl + e)));
+      }
+    }
+    store_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * vl, cc);
+  }
+}
+
+// The conventional decode with one row per 8 lanes (plan row8): lane j of the warp's lane group g holds row
+// 4 warp + g of the CTA's 32, as the canonical layout's virtual lanes j, j + 8, j + 16, j + 24 (chunk c: elements
+// 4 (j + 8 c) .. + 3). Its dots are bfly_sum_row8 (the canonical tree's additions, so conv_kernel's bits) and its
+// amax an 8-lane reduction: 3 shuffles per row and reduction where conv_kernel takes 5, each serving the warp's 4 rows
+// at once. An 8-bit store moves a quarter of FP32's bytes, and conv_kernel's 15 shuffles per row then bound its time
+// (PERF_NOTES "Conventional decode").
+template <class C, bool kGdn, bool kRne = false>
+__global__ void __launch_bounds__(kThreads, 4) conv_row8_kernel(KParams p) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
+  const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
+  const int b = hh / p.H, h = hh % p.H;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, j = lane % 8;
+  const int r = sp * kRows + warp * kRPW + lane / 8;
+  const bool row_ok = r < p.V;
+  const int K = p.K, V = p.V;
+  const int grp = h / (p.H / p.G);
+  bool act[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) act[c] = 4 * (j + 8 * c) < K;
+  std::uint8_t* codes = p.codes + std::size_t(hh) * p.code_bytes;
+  std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
+  const auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
+  const F4 zero{{0.0f, 0.0f, 0.0f, 0.0f}};
+
+  const int tok0 = p.tok[b];
+  F4 S[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) S[c] = row_ok ? decode_row<C>(p, codes, scales, r, j + 8 * c, act[c]) : zero;
+  const int T = p.op == Op::verify ? p.T : 1;
+  for (int t = 0; t < T; ++t) {
+    const float a = p.a[bt(t) * p.H + h], beta = p.beta ? p.beta[bt(t) * p.H + h] : 1.0f;
+    const float* kt = p.k + (bt(t) * p.G + grp) * K;
+    const float* qt = p.q + (bt(t) * p.G + grp) * K;
+    const float* vt = p.v + (bt(t) * p.H + h) * V;
+    const float* skip = p.skip ? p.skip + (bt(t) * p.H + h) * V : nullptr;
+    float* o = p.o + (bt(t) * p.H + h) * V;
+    F4 k[4], q[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      k[c] = act[c] ? ld4(kt + 4 * (j + 8 * c)) : zero;
+      q[c] = act[c] ? ld4(qt + 4 * (j + 8 * c)) : zero;
+    }
+    const float vr = row_ok ? vt[r] : 0.0f;
+    const float sk = skip && row_ok ? skip[r] : 0.0f;
+    std::uint8_t* dc = codes;
+    std::uint8_t* ds = scales;
+    if (p.op == Op::verify) {
+      const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
+      dc = p.snap_codes + slot * p.code_bytes;
+      ds = p.snap_scales + slot * p.scale_bytes;
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_decay(a, S[c].x[e]);
+    float w = vr;
+    if constexpr (kGdn)
+      w = emu::gdn_u(beta, vr,
+                     bfly_sum_row8(part4(S[0], k[0], act[0]), part4(S[1], k[1], act[1]), part4(S[2], k[2], act[2]),
+                                   part4(S[3], k[3], act[3])));
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_update(w, k[c].x[e], S[c].x[e]);
+    const float y = bfly_sum_row8(part4(S[0], q[0], act[0]), part4(S[1], q[1], act[1]), part4(S[2], q[2], act[2]),
+                                  part4(S[3], q[3], act[3]));
+    if (j == 0 && row_ok) o[r] = skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
+    encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, std::uint32_t(hh), std::uint32_t(tok0 + t));
+  }
+}
+
 }  // namespace replayssm::kern::fast

@@ -205,13 +205,11 @@ int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
     const KParams p = derive<C, kGdn>(p_in, plan);
     if constexpr (kKind == OpKind::conventional) {
       const unsigned grid = unsigned(std::size_t(p.B) * p.H * ((p.V + kRows - 1) / kRows));
+      KernelFn k = plan.conv_row8 ? conv_row8_kernel<C, kGdn> : conv_kernel<C, kGdn>;
       if constexpr (formats::kHwRnePair<C::kFormat>) {
-        if (p.rounding == formats::Rounding::rne) {
-          conv_kernel<C, kGdn, true><<<grid, kThreads, 0, s>>>(p);
-          return int(cudaGetLastError());
-        }
+        if (p.rounding == formats::Rounding::rne) k = plan.conv_row8 ? conv_row8_kernel<C, kGdn, true> : conv_kernel<C, kGdn, true>;
       }
-      conv_kernel<C, kGdn><<<grid, kThreads, 0, s>>>(p);
+      k<<<grid, kThreads, 0, s>>>(p);
       return int(cudaGetLastError());
     } else {
       if (p.records != emu::Records::bf16) return launch_replay<C, kGdn, kKind>(p, plan, s);
@@ -222,8 +220,8 @@ int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
   }
 }
 
-// The formats the tuned kernels are instantiated for (bf16 / fp16 / fp8_e5m2 / int8 are supported by the templates,
-// kSupported, but not instantiated: compile time; add a case here and to tuned_applies to enable one).
+// The formats the tuned kernels are instantiated for: FP32 and FP8 E4M3 for every op; BF16, FP16, FP8 E5M2 and INT8
+// for conventional decode (conv_kernel, conv_row8_kernel) only. The cases here and tuned_applies list the same.
 template <bool kGdn>
 LaunchPlan plan_any(formats::FormatId f, const KParams& p, const PlanOverride& o, const Device& dev) {
   using formats::FormatId;
@@ -231,6 +229,10 @@ LaunchPlan plan_any(formats::FormatId f, const KParams& p, const PlanOverride& o
   switch (f) {
     case FormatId::fp32: return plan_one<StateCodec<FormatId::fp32>, kGdn>(p, o, dev);
     case FormatId::fp8_e4m3: return plan_one<StateCodec<FormatId::fp8_e4m3>, kGdn>(p, o, dev);
+    case FormatId::bf16: return plan_one<StateCodec<FormatId::bf16>, kGdn>(p, o, dev);
+    case FormatId::fp16: return plan_one<StateCodec<FormatId::fp16>, kGdn>(p, o, dev);
+    case FormatId::fp8_e5m2: return plan_one<StateCodec<FormatId::fp8_e5m2>, kGdn>(p, o, dev);
+    case FormatId::int8: return plan_one<StateCodec<FormatId::int8>, kGdn>(p, o, dev);
     default: {
       LaunchPlan plan;
       plan.reason = "format not instantiated in the tuned kernels";
@@ -250,7 +252,17 @@ int launch_tuned(formats::FormatId f, const KParams& p, const LaunchPlan& plan, 
   switch (f) {
     case FormatId::fp32: return fast::launch_one<StateCodec<FormatId::fp32>, kGdn, kKind>(p, plan, s);
     case FormatId::fp8_e4m3: return fast::launch_one<StateCodec<FormatId::fp8_e4m3>, kGdn, kKind>(p, plan, s);
-    default: return -1;
+    default: break;
   }
+  if constexpr (kKind == OpKind::conventional) {
+    switch (f) {
+      case FormatId::bf16: return fast::launch_one<StateCodec<FormatId::bf16>, kGdn, kKind>(p, plan, s);
+      case FormatId::fp16: return fast::launch_one<StateCodec<FormatId::fp16>, kGdn, kKind>(p, plan, s);
+      case FormatId::fp8_e5m2: return fast::launch_one<StateCodec<FormatId::fp8_e5m2>, kGdn, kKind>(p, plan, s);
+      case FormatId::int8: return fast::launch_one<StateCodec<FormatId::int8>, kGdn, kKind>(p, plan, s);
+      default: break;
+    }
+  }
+  return -1;
 }
 }  // namespace replayssm::kern

@@ -48,6 +48,9 @@ const Layout kSplitGeneric{"split-generic", "layout=split,heads=1,slices=whole,r
 // The FP32 step kernel with a CTA per row group (LaunchPlan hot=slice_step), which the rule picks at small batch.
 const Layout kSplitSlice{"split-slice", "layout=split,heads=1,slices=whole,step=slice", true, false, false,
                          kern::kWholeHead};
+// Conventional decode in both kernel forms: conv_kernel (a warp's rows over all 32 lanes) and conv_row8_kernel.
+const Layout kConvLane{"conv-lane", "conv=lane", false, false, false, 0};
+const Layout kConvRow8{"conv-row8", "conv=row8", false, false, false, 0};
 const Layout kSplitFused{"split-fused", "layout=fused,heads=1,slices=whole", true, false, true, kern::kWholeHead};
 const Layout kSplitFusedHint1{"split-fused-hint1", "layout=fused,heads=1,slices=whole,hint=1", true, false, true,
                               kern::kWholeHead};
@@ -114,7 +117,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   const std::vector<std::string> groups = case_groups(cases);
   // Conventional ops have no replay layouts: one run. ReplaySSM: every layout, and the grouped run must really group.
   const int nsplit = (s.dims.V + 31) / 32;  // 32-row slices per head
-  const std::vector<Layout> settings = policy == Policy::conventional_shared ? std::vector<Layout>{kLayouts[0]}
+  const std::vector<Layout> settings = policy == Policy::conventional_shared ? std::vector<Layout>{kConvLane, kConvRow8}
                                                                              : layouts_to_test(pairs && nsplit > 2, pairs);
   if (settings.empty()) return;  // REPLAYSSM_TEST_LAYOUT names a layout this test does not run
   const bool forced_groups = policy != Policy::conventional_shared &&
@@ -130,6 +133,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   bool slice_ran = false, expect_slice = false;  // the FP32 step with a CTA per row group (kSplitSlice)
   bool expect_step_kernel = false, expect_generic_step = false, expect_verify_kernel = false;
   bool expect_flush_fold = false, expect_fused = false;
+  bool row8_ran = false, lane_row8 = false;  // conventional: conv_row8_kernel ran under conv=row8, and only there
   const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);  // the real head dims
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -144,8 +148,13 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
       const bool other_u = m.split() && m.arch == Arch::gdn && m.usource != USource::lp;
       for (std::size_t li = 0; li < settings.size(); ++li) {
         const Layout& lay = settings[li];
-        DecodeBackend& be = gpu(policy == Policy::conventional_shared ? "" : lay.plan);
+        DecodeBackend& be = gpu(lay.plan);
         const CaseOutputs g = run_backend(be, m, in);
+        if (policy == Policy::conventional_shared) {
+          const bool row8 = std::string(lay.name) == kConvRow8.name;
+          row8_ran = row8_ran || (row8 && plan_has(be, "row8"));
+          lane_row8 = lane_row8 || (!row8 && plan_has(be, "row8"));
+        }
         if (lay.split && !lay.grouped) {
           const bool expect = real && has_step(cases[i]) && !other_u &&
                               (m.format == formats::FormatId::fp32 ||
@@ -207,7 +216,9 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   // layout runs every op, as the plan says)
   const bool tuned_shape = s.dims.K <= 128 && s.dims.V <= 256 && s.dims.V % 4 == 0;
   if (tuned_shape && forced_groups && s.dims.H % (2 * s.dims.G) == 0) REQUIRE(used > 1);
-  if (tuned_shape && forced_split) REQUIRE(split_ran);  // and where they force the split kernels, some launch split
+  if (tuned_shape && forced_split) REQUIRE(split_ran);
+  if (tuned_shape && policy == Policy::conventional_shared) REQUIRE(row8_ran);
+  REQUIRE_FALSE(lane_row8);  // and where they force the split kernels, some launch split
   if (expect_step_kernel) REQUIRE(step_kernel_ran);  // the one-token step's own kernel ran
   if (expect_step_kernel) REQUIRE(fixed_ran);  // in its fixed-records form (the cases' L = 16)
   if (expect_generic_step) REQUIRE(generic_step_ran);  // and in its generic form where the test forces it

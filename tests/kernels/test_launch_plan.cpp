@@ -50,7 +50,7 @@ TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and 
   CHECK(none.text.empty());
   CHECK_FALSE(none.reference);
   const kern::PlanOverride o =
-      kern::parse_plan_override(" dots=tc , layout=split,heads=2,slices=whole,hint=1,records=generic,pdl=off,step=slice");
+      kern::parse_plan_override(" dots=tc , layout=split,heads=2,slices=whole,hint=1,records=generic,pdl=off,step=slice,conv=lane");
   CHECK(o.layout == kern::PlanOverride::Layout::split);
   CHECK(o.heads == 2);
   CHECK(o.slices == kern::kWholeHead);
@@ -59,13 +59,15 @@ TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and 
   CHECK(o.tc_dots);
   CHECK(o.no_pdl);
   CHECK(o.step == kern::PlanOverride::Step::slice);
-  CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off,step=slice");
+  CHECK(o.conv == kern::PlanOverride::Conv::lane);
+  CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off,step=slice,conv=lane");
+  CHECK(kern::parse_plan_override("conv=row8").conv == kern::PlanOverride::Conv::row8);
   CHECK(kern::parse_plan_override(o.text).text == o.text);  // the canonical text parses to itself
   CHECK(kern::parse_plan_override("kernel=reference").reference);
   CHECK(kern::parse_plan_override("hint=unknown").hint == kern::kUnknownHint);
   CHECK(kern::parse_plan_override("layout=split,layout=auto").layout == kern::PlanOverride::Layout::automatic);
   for (const char* bad : {"lean=3", "layout=fast", "heads=-1", "heads=x", "slices=1.5", "hint=0", "dots=fast",
-                          "records=fixed", "pdl=on", "step=rows", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
+                          "records=fixed", "pdl=on", "step=rows", "conv=row4", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
     INFO(bad);
     CHECK_THROWS_AS(kern::parse_plan_override(bad), std::invalid_argument);
   }
@@ -236,6 +238,43 @@ TEST_CASE("launch plan: the defaults at the bench's shapes", "[kernels]") {
     kern::Problem small = rec;  // other head dims: the runtime-dims paths
     small.V = 32;
     CHECK(kern::to_string(plan(small)) == ref_bf16);
+  }
+}
+
+TEST_CASE("launch plan: conventional decode of every instantiated format, its kernel form by the store's width",
+          "[kernels]") {
+  using emu::Arch;
+  using emu::Policy;
+  using formats::FormatId;
+  const kern::Device dev;
+  for (const Arch a : {Arch::gdn, Arch::mamba2})
+    for (const FormatId f : {FormatId::fp32, FormatId::bf16, FormatId::fp16, FormatId::fp8_e4m3, FormatId::fp8_e5m2,
+                             FormatId::int8})
+      for (const int T : {0, 4}) {
+        kern::Problem p = real_problem(a, Policy::conventional_shared, f, 256, T);
+        if (f == FormatId::bf16 || f == FormatId::fp16) p.scaling = formats::Scaling::none;
+        INFO(emu::arch_name(a) << " " << formats::format_name(f) << " T=" << T);
+        const kern::LaunchPlan d = kern::plan_launch(p, dev);
+        CHECK(d.engine == kern::Engine::tuned);
+        CHECK(d.layout == Layout::conventional);
+        CHECK(d.conv_row8 == (f != FormatId::fp32));  // conv_row8_rule: the narrow stores
+        CHECK(d.conv_row8 == kern::conv_row8_rule(f == FormatId::fp32 ? 32 : (f == FormatId::bf16 || f == FormatId::fp16) ? 16 : 8));
+        CHECK(kern::to_string(d) == (d.conv_row8 ? "layout=conventional row8 real" : "layout=conventional real"));
+        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_row8);
+        CHECK_FALSE(kern::plan_launch(p, dev, kern::parse_plan_override("conv=lane")).conv_row8);
+        // ReplaySSM keeps the tuned kernels for FP32 and FP8 E4M3 only
+        kern::Problem r = p;
+        r.policy = Policy::replay_shared;
+        const bool every_op = f == FormatId::fp32 || f == FormatId::fp8_e4m3;
+        CHECK((kern::plan_launch(r, dev).engine == kern::Engine::tuned) == every_op);
+        if (!every_op) CHECK(kern::to_string(kern::plan_launch(r, dev)) == "reference (format not instantiated in the tuned kernels)");
+      }
+  // the formats no tuned kernel is instantiated for
+  for (const FormatId f : {FormatId::nvfp4, FormatId::mxfp8, FormatId::int16, FormatId::bf16x2}) {
+    kern::Problem p = real_problem(Arch::gdn, Policy::conventional_shared, f, 256);
+    p.scaling = formats::Scaling::block;
+    INFO(formats::format_name(f));
+    CHECK(kern::plan_launch(p, dev).engine == kern::Engine::reference);
   }
 }
 
