@@ -104,8 +104,7 @@ class CudaFp64Device final : public Fp64Device {
   }
 
   void recurrence(const RecurrenceJob& job) override {
-    if (job.snapshot_period < 0 || job.snapshot_offset < 0 || (job.snapshot_period && !job.snapshots))
-      throw std::invalid_argument("FP64 device: recurrence job with bad snapshots");
+    if (!runtime::snapshots_valid(job)) throw std::invalid_argument("FP64 device: recurrence job with bad snapshots");
     if (job.T < 0 || job.H < 1 || job.G < 1 || job.H % job.G != 0 || job.V < 1 || job.K < 1 || job.block_cols < 1)
       throw std::invalid_argument("FP64 device: recurrence job with bad dimensions");
     if (!recurrence_fits(job.V, job.K)) throw std::invalid_argument("FP64 device: recurrence state rows do not fit");

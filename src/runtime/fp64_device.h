@@ -38,6 +38,12 @@ inline int snapshot_count(int T, int period, int offset) {
   const int first = period - 1 - offset % period;
   return first < T ? (T - 1 - first) / period + 1 : 0;
 }
+// Whether a job's snapshot fields are usable: period and offset >= 0, and a buffer where some snapshot is taken (a
+// block that crosses no snapshot point may pass none).
+inline bool snapshots_valid(const RecurrenceJob& j) {
+  return j.snapshot_period >= 0 && j.snapshot_offset >= 0 &&
+         (j.snapshots != nullptr || snapshot_count(j.T, j.snapshot_period, j.snapshot_offset) == 0);
+}
 
 class Fp64Device {
  public:

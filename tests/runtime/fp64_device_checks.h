@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -77,6 +78,30 @@ inline void check_projections() {
     if (!same) INFO("first difference at " << bad << ": cpu " << cpu[bad] << " gpu " << gpu[bad]);
     CHECK(same);
   }
+}
+
+// A job's snapshot fields: a block crossing no snapshot point may pass no buffer (the sweep's shadow does, for blocks
+// shorter than a flush window), one that crosses a point must pass one.
+inline void check_snapshot_fields() {
+  using namespace fp64check;
+  const int T = 3, H = 1, G = 1, V = 4, K = 4;
+  std::vector<double> a(T * H, 0.5), beta(T * H, 0.25), v(T * H * V, 1.0), k(T * G * K, 0.5), q(T * G * K, 0.5);
+  std::vector<double> state(H * V * K, 0.0), o(T * H * V), snaps(H * V * K);
+  runtime::RecurrenceJob job;
+  job.gdn = true, job.T = T, job.H = H, job.G = G, job.V = V, job.K = K;
+  job.block_cols = runtime::recurrent_step_block_cols(V, K);
+  job.a = a.data(), job.beta = beta.data(), job.v = v.data(), job.k = k.data(), job.q = q.data();
+  job.state = state.data(), job.o = o.data();
+  job.snapshot_period = 16, job.snapshot_offset = 5;  // tokens 5..7 of a window of 16: no snapshot
+  CHECK(runtime::snapshot_count(T, 16, 5) == 0);
+  CHECK_NOTHROW(device().recurrence(job));
+  job.snapshot_offset = 14;  // tokens 14..16: token 15 closes the window
+  CHECK(runtime::snapshot_count(T, 16, 14) == 1);
+  CHECK_THROWS_AS(device().recurrence(job), std::invalid_argument);
+  job.snapshots = snaps.data();
+  CHECK_NOTHROW(device().recurrence(job));
+  job.snapshot_period = -1;
+  CHECK_THROWS_AS(device().recurrence(job), std::invalid_argument);
 }
 
 inline void check_recurrence() {

@@ -44,6 +44,8 @@ class HostFp64Device final : public runtime::Fp64Device {
 
   void recurrence(const runtime::RecurrenceJob& job) override {
     using namespace fp64dev;
+    // the device's check of a job (fp64_device.cu), so that a job it would refuse fails here too
+    if (!runtime::snapshots_valid(job)) throw std::invalid_argument("FP64 device: recurrence job with bad snapshots");
     const int snaps = runtime::snapshot_count(job.T, job.snapshot_period, job.snapshot_offset);
     RecurrenceArgs a{job.T, job.H, job.G, job.V, job.K, job.block_cols, job.a, job.beta, job.v, job.k, job.q,
                      job.skip, job.state, job.o, snaps ? job.snapshot_period : 0, job.snapshot_offset,

@@ -16,6 +16,7 @@ runtime::Fp64Device& fp64check::device() {
   return *dev;
 }
 
+TEST_CASE("fp64 device: a job crossing no snapshot point may pass no buffer", "[gpu][fp64]") { check_snapshot_fields(); }
 TEST_CASE("fp64 device: projections equal gemm_nt bit for bit", "[gpu][fp64]") { check_projections(); }
 TEST_CASE("fp64 device: the reference recurrence equals the CPU's bit for bit", "[gpu][fp64]") { check_recurrence(); }
 TEST_CASE("fp64 device: tiny-model teacher forcing equals the CPU's bit for bit", "[gpu][fp64]") {

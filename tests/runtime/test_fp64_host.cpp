@@ -8,6 +8,7 @@ runtime::Fp64Device& fp64check::device() {
   return dev;
 }
 
+TEST_CASE("fp64 host emulation: a job crossing no snapshot point may pass no buffer", "[runtime][fp64]") { check_snapshot_fields(); }
 TEST_CASE("fp64 host emulation: projections equal gemm_nt bit for bit", "[runtime][fp64]") { check_projections(); }
 TEST_CASE("fp64 host emulation: the reference recurrence equals the CPU's bit for bit", "[runtime][fp64]") {
   check_recurrence();
