@@ -95,9 +95,7 @@ PlanOverride parse_plan_override(const std::string& s) {
       if (v == "auto") o.conv = Cv::automatic;
       else if (v == "lane") o.conv = Cv::lane;
       else if (v == "row8") o.conv = Cv::row8;
-      else if (v == "row8x2") o.conv = Cv::row8x2;
-      else if (v == "row8x4") o.conv = Cv::row8x4;
-      else throw std::invalid_argument("plan: conv=" + v + ": expected auto|lane|row8|row8x2|row8x4");
+      else throw std::invalid_argument("plan: conv=" + v + ": expected auto|lane|row8");
     } else {
       throw std::invalid_argument("plan: unknown key '" + key +
                                   "' (keys: kernel, layout, heads, slices, hint, records, dots, pdl, step, conv)");
@@ -121,7 +119,7 @@ std::string to_string(const PlanOverride& o) {
   if (o.no_pdl) w.push_back("pdl=off");
   if (o.step != PlanOverride::Step::automatic)
     w.push_back(o.step == PlanOverride::Step::head ? "step=head" : "step=slice");
-  static const char* const kConv[] = {"auto", "lane", "row8", "row8x2", "row8x4"};
+  static const char* const kConv[] = {"auto", "lane", "row8"};
   if (o.conv != PlanOverride::Conv::automatic) w.push_back(std::string("conv=") + kConv[int(o.conv)]);
   std::string s;
   for (const auto& x : w) s += (s.empty() ? "" : ",") + x;
@@ -178,7 +176,6 @@ std::string to_string(const LaunchPlan& p) {
   s << "layout=" << layout_name(p.layout);
   if (p.layout == Layout::conventional || p.layout == Layout::combined) {
     if (p.conv_row8) s << " row8";
-    if (p.conv_row8 && p.conv_groups > 1) s << "x" << p.conv_groups;
     if (p.real_dims) s << " real";
     return s.str();
   }
@@ -217,15 +214,8 @@ bool tuned_applies(const Problem& p, std::string* why) {
   return true;
 }
 
-bool conv_row8_rule(int state_bits, long long ctas, int sms) {
-  return state_bits < 32 || ctas <= 2LL * sms;
-}
-
-int conv_groups_rule(int state_bits, int B, int H, int nsplit, int sms) {
-  int g = state_bits == 8 ? 4 : state_bits == 16 ? 2 : 1;
-  while (g > nsplit) g /= 2;
-  while (g > 1 && 1LL * B * H * ((nsplit + g - 1) / g) < 2LL * sms) g /= 2;
-  return g;
+bool conv_row8_rule(int state_bits, bool step, long long ctas, int sms) {
+  return state_bits < 32 || (step && ctas <= 2LL * sms);
 }
 
 int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
@@ -336,16 +326,8 @@ LaunchPlan plan_any_records(const Problem& p, const Device& dev, const PlanOverr
     plan.layout = Layout::conventional;
     using Cv = PlanOverride::Conv;
     const int bits = state_bits(p.format);
-    plan.conv_row8 = o.conv == Cv::automatic ? conv_row8_rule(bits, 1LL * p.B * p.H * p.nsplit(), dev.sms)
+    plan.conv_row8 = o.conv == Cv::automatic ? conv_row8_rule(bits, p.op == Op::step, 1LL * p.B * p.H * p.nsplit(), dev.sms)
                                              : o.conv != Cv::lane;
-    if (plan.conv_row8 && p.op == Op::step) {
-      const int want = o.conv == Cv::automatic ? conv_groups_rule(bits, p.B, p.H, p.nsplit(), dev.sms)
-                       : o.conv == Cv::row8x4  ? 4
-                       : o.conv == Cv::row8x2  ? 2
-                                               : 1;
-      plan.conv_groups = std::max(1, std::min({want, bits == 8 ? 4 : bits == 16 ? 2 : 1, p.nsplit()}));
-      if (plan.conv_groups == 3) plan.conv_groups = 2;
-    }
     return plan;
   }
   const int bits = state_bits(p.format), nsplit = p.nsplit();

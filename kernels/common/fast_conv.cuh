@@ -154,47 +154,20 @@ __device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], 
   }
 }
 
-// One token of a row8 lane's row (conv_row8_kernel): decay, the GDN delta-rule update, the output, the store's encode.
-template <class C, bool kGdn, bool kRne>
-__device__ __forceinline__ void conv_row8_token(const KParams& p, F4 (&S)[4], const F4 (&k)[4], const F4 (&q)[4],
-                                                float a, float beta, float vr, bool has_skip, float sk, float* o,
-                                                std::uint8_t* dc, std::uint8_t* ds, int r, int j, const bool (&act)[4],
-                                                bool row_ok, std::uint32_t hh, std::uint32_t step) {
-#pragma unroll
-  for (int c = 0; c < 4; ++c)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_decay(a, S[c].x[e]);
-  float w = vr;
-  if constexpr (kGdn)
-    w = emu::gdn_u(beta, vr,
-                   bfly_sum_row8(part4(S[0], k[0], act[0]), part4(S[1], k[1], act[1]), part4(S[2], k[2], act[2]),
-                                 part4(S[3], k[3], act[3])));
-#pragma unroll
-  for (int c = 0; c < 4; ++c)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_update(w, k[c].x[e], S[c].x[e]);
-  const float y = bfly_sum_row8(part4(S[0], q[0], act[0]), part4(S[1], q[1], act[1]), part4(S[2], q[2], act[2]),
-                                part4(S[3], q[3], act[3]));
-  if (j == 0 && row_ok) o[r] = has_skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
-  encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, hh, step);
-}
-
 // The conventional decode with one row per 8 lanes (plan row8): lane j of the warp's lane group g holds row
-// 4 warp + g of a 32-row slice, as the canonical layout's virtual lanes j, j + 8, j + 16, j + 24 (chunk c: elements
+// 4 warp + g of the CTA's 32, as the canonical layout's virtual lanes j, j + 8, j + 16, j + 24 (chunk c: elements
 // 4 (j + 8 c) .. + 3). Its dots are bfly_sum_row8 (the canonical tree's additions, so conv_kernel's bits) and its
 // amax an 8-lane reduction: 3 shuffles per row and reduction where conv_kernel takes 5, each serving the warp's 4 rows
-// at once. kGroups > 1 (one-token steps of narrow stores, plan row8xN): a CTA takes kGroups slices and loads all
-// their codes before the first is decoded, so that kGroups times the bytes are in flight: a narrow store's 32-row
-// slice alone (4 KB of FP8 codes) cannot keep enough bytes in flight at 4 CTAs per SM (PERF_NOTES "Conventional
-// decode").
-template <class C, bool kGdn, bool kRne = false, int kGroups = 1>
-__global__ void __launch_bounds__(kThreads, kGroups == 1 ? 4 : 2) conv_row8_kernel(KParams p) {
-  constexpr int kCtaRows = kRows * kGroups;
-  const int nsplit = (p.V + kCtaRows - 1) / kCtaRows;
+// at once. An 8-bit store moves a quarter of FP32's bytes, and conv_kernel's 15 shuffles per row then bound its time
+// (PERF_NOTES "Conventional decode").
+template <class C, bool kGdn, bool kRne = false>
+__global__ void __launch_bounds__(kThreads, 4) conv_row8_kernel(KParams p) {
+  const int nsplit = (p.V + kRows - 1) / kRows;
   const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
   const int b = hh / p.H, h = hh % p.H;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, j = lane % 8;
-  const int r0 = sp * kCtaRows + warp * kRPW + lane / 8;  // slice i's row: r0 + 32 i
+  const int r = sp * kRows + warp * kRPW + lane / 8;
+  const bool row_ok = r < p.V;
   const int K = p.K, V = p.V;
   const int grp = h / (p.H / p.G);
   bool act[4];
@@ -204,71 +177,52 @@ __global__ void __launch_bounds__(kThreads, kGroups == 1 ? 4 : 2) conv_row8_kern
   std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
   const auto bt = [&](int t) { return std::size_t(b) * p.T + t; };
   const F4 zero{{0.0f, 0.0f, 0.0f, 0.0f}};
+
   const int tok0 = p.tok[b];
-  const auto token_kq = [&](int t, F4 (&k)[4], F4 (&q)[4]) {
+  F4 S[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) S[c] = row_ok ? decode_row<C>(p, codes, scales, r, j + 8 * c, act[c]) : zero;
+  const int T = p.op == Op::verify ? p.T : 1;
+  for (int t = 0; t < T; ++t) {
+    const float a = p.a[bt(t) * p.H + h], beta = p.beta ? p.beta[bt(t) * p.H + h] : 1.0f;
     const float* kt = p.k + (bt(t) * p.G + grp) * K;
     const float* qt = p.q + (bt(t) * p.G + grp) * K;
+    const float* vt = p.v + (bt(t) * p.H + h) * V;
+    const float* skip = p.skip ? p.skip + (bt(t) * p.H + h) * V : nullptr;
+    float* o = p.o + (bt(t) * p.H + h) * V;
+    F4 k[4], q[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       k[c] = act[c] ? ld4(kt + 4 * (j + 8 * c)) : zero;
       q[c] = act[c] ? ld4(qt + 4 * (j + 8 * c)) : zero;
     }
-  };
-
-  if constexpr (kGroups == 1) {
-    const int r = r0;
-    const bool row_ok = r < V;
-    F4 S[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) S[c] = row_ok ? decode_row<C>(p, codes, scales, r, j + 8 * c, act[c]) : zero;
-    const int T = p.op == Op::verify ? p.T : 1;
-    for (int t = 0; t < T; ++t) {
-      const float a = p.a[bt(t) * p.H + h], beta = p.beta ? p.beta[bt(t) * p.H + h] : 1.0f;
-      F4 k[4], q[4];
-      token_kq(t, k, q);
-      const float vr = row_ok ? p.v[(bt(t) * p.H + h) * V + r] : 0.0f;
-      const float sk = p.skip && row_ok ? p.skip[(bt(t) * p.H + h) * V + r] : 0.0f;
-      std::uint8_t* dc = codes;
-      std::uint8_t* ds = scales;
-      if (p.op == Op::verify) {
-        const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
-        dc = p.snap_codes + slot * p.code_bytes;
-        ds = p.snap_scales + slot * p.scale_bytes;
-      }
-      conv_row8_token<C, kGdn, kRne>(p, S, k, q, a, beta, vr, p.skip != nullptr, sk, p.o + (bt(t) * p.H + h) * V, dc,
-                                     ds, r, j, act, row_ok, std::uint32_t(hh), std::uint32_t(tok0 + t));
-    }
-  } else {  // a one-token step (the plan's rule)
-    RawRow<C> raw[kGroups][4];
-#pragma unroll
-    for (int i = 0; i < kGroups; ++i)
-#pragma unroll
-      for (int c = 0; c < 4; ++c)
-        if (r0 + kRows * i < V && act[c]) load_raw<C>(p, codes, scales, r0 + kRows * i, j + 8 * c, raw[i][c]);
-    F4 k[4], q[4];
-    token_kq(0, k, q);
-    const float a = p.a[bt(0) * p.H + h], beta = p.beta ? p.beta[bt(0) * p.H + h] : 1.0f;
-    const float* vt = p.v + (bt(0) * p.H + h) * V;
-    const float* skip = p.skip ? p.skip + (bt(0) * p.H + h) * V : nullptr;
-    float* o = p.o + (bt(0) * p.H + h) * V;
-    // Every slice's token values before the first store (after it the compiler could not hoist them: aliasing).
-    float vr[kGroups], sk[kGroups];
-#pragma unroll
-    for (int i = 0; i < kGroups; ++i) {
-      const int r = r0 + kRows * i < V ? r0 + kRows * i : 0;
-      vr[i] = vt[r];
-      sk[i] = skip ? skip[r] : 0.0f;
+    const float vr = row_ok ? vt[r] : 0.0f;
+    const float sk = skip && row_ok ? skip[r] : 0.0f;
+    std::uint8_t* dc = codes;
+    std::uint8_t* ds = scales;
+    if (p.op == Op::verify) {
+      const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
+      dc = p.snap_codes + slot * p.code_bytes;
+      ds = p.snap_scales + slot * p.scale_bytes;
     }
 #pragma unroll
-    for (int i = 0; i < kGroups; ++i) {
-      const int r = r0 + kRows * i;
-      const bool row_ok = r < V;
-      F4 S[4];
+    for (int c = 0; c < 4; ++c)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) S[c] = row_ok && act[c] ? decode_raw<C>(p, raw[i][c]) : zero;
-      conv_row8_token<C, kGdn, kRne>(p, S, k, q, a, beta, vr[i], skip != nullptr, sk[i], o, codes, scales, r, j, act,
-                                     row_ok, std::uint32_t(hh), std::uint32_t(tok0));
-    }
+      for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_decay(a, S[c].x[e]);
+    float w = vr;
+    if constexpr (kGdn)
+      w = emu::gdn_u(beta, vr,
+                     bfly_sum_row8(part4(S[0], k[0], act[0]), part4(S[1], k[1], act[1]), part4(S[2], k[2], act[2]),
+                                   part4(S[3], k[3], act[3])));
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_update(w, k[c].x[e], S[c].x[e]);
+    const float y = bfly_sum_row8(part4(S[0], q[0], act[0]), part4(S[1], q[1], act[1]), part4(S[2], q[2], act[2]),
+                                  part4(S[3], q[3], act[3]));
+    if (j == 0 && row_ok) o[r] = skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
+    encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, std::uint32_t(hh), std::uint32_t(tok0 + t));
   }
 }
+
 }  // namespace replayssm::kern::fast

@@ -62,13 +62,13 @@ TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and 
   CHECK(o.conv == kern::PlanOverride::Conv::lane);
   CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off,step=slice,conv=lane");
   CHECK(kern::parse_plan_override("conv=row8").conv == kern::PlanOverride::Conv::row8);
-  CHECK(kern::parse_plan_override("conv=row8x4").text == "conv=row8x4");
+  CHECK(kern::parse_plan_override("conv=row8").text == "conv=row8");
   CHECK(kern::parse_plan_override(o.text).text == o.text);  // the canonical text parses to itself
   CHECK(kern::parse_plan_override("kernel=reference").reference);
   CHECK(kern::parse_plan_override("hint=unknown").hint == kern::kUnknownHint);
   CHECK(kern::parse_plan_override("layout=split,layout=auto").layout == kern::PlanOverride::Layout::automatic);
   for (const char* bad : {"lean=3", "layout=fast", "heads=-1", "heads=x", "slices=1.5", "hint=0", "dots=fast",
-                          "records=fixed", "pdl=on", "step=rows", "conv=row4", "conv=row8x3", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
+                          "records=fixed", "pdl=on", "step=rows", "conv=row4", "conv=row8x2", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
     INFO(bad);
     CHECK_THROWS_AS(kern::parse_plan_override(bad), std::invalid_argument);
   }
@@ -260,23 +260,13 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
         CHECK(d.engine == kern::Engine::tuned);
         CHECK(d.layout == Layout::conventional);
         CHECK(d.conv_row8 == (bits < 32));  // B = 256: FP32 keeps conv_kernel
-        // one-token steps: as many 32-row slices per CTA as the width allows, within the head's (GDN 4, Mamba-2 2)
-        const int groups = T > 0 || bits == 32 ? 1 : bits == 16 || a == Arch::mamba2 ? 2 : 4;
-        CHECK(d.conv_groups == groups);
-        const std::string form = bits == 32 ? "" : groups > 1 ? " row8x" + std::to_string(groups) : " row8";
-        CHECK(kern::to_string(d) == "layout=conventional" + form + " real");
+        CHECK(kern::to_string(d) == (bits == 32 ? "layout=conventional real" : "layout=conventional row8 real"));
         CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_row8);
-        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_groups == 1);
-        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8x4")).conv_groups ==
-              (T > 0 || bits == 32 ? 1 : bits == 16 || a == Arch::mamba2 ? 2 : 4));  // capped by width and head
         CHECK_FALSE(kern::plan_launch(p, dev, kern::parse_plan_override("conv=lane")).conv_row8);
-        // B = 1: FP32 takes conv_row8_kernel too (a grid of at most two CTAs per SM); no slices are merged, the grid
-        // being small already
+        // B = 1: an FP32 step takes conv_row8_kernel too (a grid of at most two CTAs per SM), an FP32 verify not
         kern::Problem one = real_problem(a, Policy::conventional_shared, f, 1, T);
         one.scaling = p.scaling;
-        const kern::LaunchPlan d1 = kern::plan_launch(one, dev);
-        CHECK(d1.conv_row8);
-        CHECK(d1.conv_groups == 1);
+        CHECK(kern::plan_launch(one, dev).conv_row8 == (bits < 32 || T == 0));
         // B = 16: FP32 keeps conv_kernel
         CHECK(kern::plan_launch(real_problem(a, Policy::conventional_shared, f, 16, T), dev).conv_row8 == (bits < 32));
         // ReplaySSM keeps the tuned kernels for FP32 and FP8 E4M3 only
@@ -286,13 +276,10 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
         CHECK((kern::plan_launch(r, dev).engine == kern::Engine::tuned) == every_op);
         if (!every_op) CHECK(kern::to_string(kern::plan_launch(r, dev)) == "reference (format not instantiated in the tuned kernels)");
       }
-  CHECK(kern::conv_groups_rule(8, 16, 32, 4, 132) == 4);  // GDN B = 16: 512 CTAs of 4 slices
-  CHECK(kern::conv_groups_rule(8, 8, 32, 4, 132) == 2);   // 256 heads: 512 CTAs of 2 slices, not 256 of 4
-  CHECK(kern::conv_groups_rule(8, 4, 32, 4, 132) == 1);   // 128 heads: 512 CTAs of 1 slice
-  CHECK(kern::conv_groups_rule(16, 64, 32, 4, 132) == 2);
-  CHECK(kern::conv_groups_rule(32, 256, 32, 4, 132) == 1);
-  CHECK(kern::conv_row8_rule(32, 264, 132));
-  CHECK_FALSE(kern::conv_row8_rule(32, 265, 132));
+  CHECK(kern::conv_row8_rule(32, true, 264, 132));
+  CHECK_FALSE(kern::conv_row8_rule(32, true, 265, 132));
+  CHECK_FALSE(kern::conv_row8_rule(32, false, 128, 132));
+  CHECK(kern::conv_row8_rule(8, false, 1 << 20, 132));
   // the formats no tuned kernel is instantiated for
   for (const FormatId f : {FormatId::nvfp4, FormatId::mxfp8, FormatId::int16, FormatId::bf16x2}) {
     kern::Problem p = real_problem(Arch::gdn, Policy::conventional_shared, f, 256);
