@@ -3,7 +3,8 @@
 # kernel instantiation of the tuned translation units kernels/{gdn,mamba2}/*_{conventional,step,verify,records}.cu the
 # registers, stack frame and spill bytes, and an md5 of each kernel's SASS, so that a refactor can be checked to leave
 # the generated code unchanged before any device time (a kernel compiled in two units appears twice, with one md5).
-# Usage (repository root, nvcc on PATH): bash kernels/bench/codegen_report.sh [OUT_DIR] [cuobjdump]
+# Usage (repository root, nvcc on PATH): bash kernels/bench/codegen_report.sh [OUT_DIR] [cuobjdump] [UNIT.cu ...]
+#   UNIT.cu: only these translation units (default: every tuned one), for a quick check of one kernel's edit.
 #   OUT_DIR (default out/codegen): cubins, ptxas logs and report.txt. The SASS md5 needs cuobjdump (CUDA toolkit, or
 #   `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`, pass the cuobjdump's path and put nvdisasm on PATH);
 #   without it the md5 column is "-".
@@ -11,12 +12,14 @@
 set -uo pipefail
 out=${1:-out/codegen}
 cuobjdump=${2:-$(command -v cuobjdump || true)}
+units=("${@:3}")
+(( ${#units[@]} )) || units=(kernels/{gdn,mamba2}/*_{conventional,step,verify,records}.cu)
 mkdir -p "$out"
 root=$PWD
 flags=(-DREPLAYSSM_HAVE_CUDA=1 -I"$root" -I"$root/src" -I/usr/include/hdf5/serial -isystem=/usr/include/eigen3 -O3
   -DNDEBUG -arch=sm_90a --fmad=false -std=c++17 -cubin -Xptxas -v)
 pids=()
-for src in kernels/{gdn,mamba2}/*_{conventional,step,verify,records}.cu; do
+for src in "${units[@]}"; do
   name=$(basename "$src" .cu)
   nvcc "${flags[@]}" -o "$out/$name.cubin" "$src" > "$out/$name.ptxas.log" 2>&1 &
   pids+=($!)

@@ -5,6 +5,16 @@
 
 namespace replayssm::kern::fast {
 
+// Where token t's state is written: the head's stored state (a step) or, in a verify, its snapshot slot t (a verify
+// stores every draft's state and leaves the stored one as it was).
+__device__ __forceinline__ void to_snapshot(const KParams& p, int hh, int t, std::uint8_t*& codes,
+                                            std::uint8_t*& scales) {
+  if (p.op != Op::verify) return;
+  const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
+  codes = p.snap_codes + slot * p.code_bytes;
+  scales = p.snap_scales + slot * p.scale_bytes;
+}
+
 // kRne: RNE stores of a format with the hardware pair conversion (encode_row<C, true>).
 template <class C, bool kGdn, bool kRne = false>
 __global__ void __launch_bounds__(kThreads, 4) conv_kernel(KParams p) {
@@ -55,11 +65,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_kernel(KParams p) {
       }
       std::uint8_t* dc = codes;
       std::uint8_t* ds = scales;
-      if (p.op == Op::verify) {
-        const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
-        dc = p.snap_codes + slot * p.code_bytes;
-        ds = p.snap_scales + slot * p.scale_bytes;
-      }
+      to_snapshot(p, hh, t, dc, ds);
 #pragma unroll
       for (int i = 0; i < kRPW; ++i) {
         const int r = row_of(i);
@@ -88,7 +94,6 @@ template <class C, bool kRne = false>
 __device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], std::uint8_t* codes,
                                             std::uint8_t* scales, int r, int j, const bool (&act)[4], bool row_ok,
                                             std::uint32_t hh, std::uint32_t step) {
-  (void)hh, (void)step;  // the stochastic-rounding inputs: unused where kRne
   F4 xs[4] = {x[0], x[1], x[2], x[3]};
   if (scaled<C>(p)) {
     float am[4];
@@ -132,24 +137,7 @@ __device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], 
     if (!act[c]) continue;
     const int vl = j + 8 * c;
     std::uint32_t cc[4];
-    bool done = false;
-    static_assert(!kRne || formats::kHwRnePair<C::kFormat>, "encode_row8<C, true>: formats with the hardware pair only");
-    if constexpr (formats::kHwRnePair<C::kFormat>) {
-      if (kRne || p.rounding == formats::Rounding::rne) {
-        formats::hw_rne_encode2<C::kFormat>(xs[c].x[0], xs[c].x[1], cc[0], cc[1]);
-        formats::hw_rne_encode2<C::kFormat>(xs[c].x[2], xs[c].x[3], cc[2], cc[3]);
-        done = true;
-      }
-    }
-    if constexpr (!kRne) {
-      if (!done) {
-        const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          cc[e] = static_cast<std::uint32_t>(
-              C::encode(xs[c].x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * vl + e)));
-      }
-    }
+    encode4<C, kRne>(p, xs[c], r, vl, hh, step, cc);
     store_codes<C::kBits>(codes, std::size_t(r) * p.K + 4 * vl, cc);
   }
 }
@@ -200,11 +188,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_row8_kernel(KParams p) {
     const float sk = skip && row_ok ? skip[r] : 0.0f;
     std::uint8_t* dc = codes;
     std::uint8_t* ds = scales;
-    if (p.op == Op::verify) {
-      const std::size_t slot = std::size_t(hh) * p.max_drafts + t;
-      dc = p.snap_codes + slot * p.code_bytes;
-      ds = p.snap_scales + slot * p.scale_bytes;
-    }
+    to_snapshot(p, hh, t, dc, ds);
 #pragma unroll
     for (int c = 0; c < 4; ++c)
 #pragma unroll

@@ -269,13 +269,39 @@ __device__ __forceinline__ F4 decode_row(const KParams& p, const std::uint8_t* c
   return y;
 }
 
+// The codes of the scaled elements xs = row r's 4 vl .. 4 vl + 3: the hardware pair conversion where the format has
+// one and the rounding is RNE (the same bits, hw_convert.cuh), else C::encode with each element's stochastic-rounding
+// bits. kRne: the caller knows it is the former, and the software path is not compiled in.
+template <class C, bool kRne>
+__device__ __forceinline__ void encode4(const KParams& p, const F4& xs, int r, int vl, std::uint32_t hh,
+                                        std::uint32_t step, std::uint32_t (&c)[4]) {
+  (void)hh, (void)step, (void)r, (void)vl;  // the stochastic-rounding inputs: unused where kRne
+  static_assert(!kRne || formats::kHwRnePair<C::kFormat>, "encode4<C, true>: formats with the hardware pair only");
+  bool done = false;
+  if constexpr (formats::kHwRnePair<C::kFormat>) {
+    if (kRne || p.rounding == formats::Rounding::rne) {
+      formats::hw_rne_encode2<C::kFormat>(xs.x[0], xs.x[1], c[0], c[1]);
+      formats::hw_rne_encode2<C::kFormat>(xs.x[2], xs.x[3], c[2], c[3]);
+      done = true;
+    }
+  }
+  if constexpr (!kRne) {
+    if (!done) {
+      const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        c[e] = static_cast<std::uint32_t>(
+            C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * vl + e)));
+    }
+  }
+}
+
 // Encode row r (lane's 4 elements; warp-collective) into codes / scales; returns the decoded stored values.
 // kRne: the caller knows the rounding is RNE and the format has the hardware pair conversion, so the software
 // encode and the stochastic-rounding inputs are not compiled in (fewer live registers in the caller's loop).
 template <class C, bool kRne = false>
 __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uint8_t* codes, std::uint8_t* scales,
                                          int r, int lane, bool act, std::uint32_t hh, std::uint32_t step) {
-  (void)hh, (void)step;  // the stochastic-rounding inputs: unused where kRne
   F4 xs = x;
   float scale = 1.0f;
   if (scaled<C>(p)) {
@@ -296,24 +322,7 @@ __device__ __forceinline__ F4 encode_row(const KParams& p, const F4& x, std::uin
   F4 y{{0.0f, 0.0f, 0.0f, 0.0f}};
   if (act) {
     std::uint32_t c[4];
-    bool done = false;
-    static_assert(!kRne || formats::kHwRnePair<C::kFormat>, "encode_row<C, true>: formats with the hardware pair only");
-    if constexpr (formats::kHwRnePair<C::kFormat>) {  // the hardware pair conversion, same bits (hw_convert.cuh)
-      if (kRne || p.rounding == formats::Rounding::rne) {
-        formats::hw_rne_encode2<C::kFormat>(xs.x[0], xs.x[1], c[0], c[1]);
-        formats::hw_rne_encode2<C::kFormat>(xs.x[2], xs.x[3], c[2], c[3]);
-        done = true;
-      }
-    }
-    if constexpr (!kRne) {
-      if (!done) {
-        const formats::CodecParams cp{p.scaling, p.rounding, p.seed, hh, step};
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          c[e] = static_cast<std::uint32_t>(
-              C::encode(xs.x[e], p.rounding, formats::element_rand_bits(cp, r, 4 * lane + e)));
-      }
-    }
+    encode4<C, kRne>(p, xs, r, lane, hh, step, c);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float d = C::decode(static_cast<typename C::code_t>(c[e]));
