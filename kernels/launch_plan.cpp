@@ -95,7 +95,9 @@ PlanOverride parse_plan_override(const std::string& s) {
       if (v == "auto") o.conv = Cv::automatic;
       else if (v == "lane") o.conv = Cv::lane;
       else if (v == "row8") o.conv = Cv::row8;
-      else throw std::invalid_argument("plan: conv=" + v + ": expected auto|lane|row8");
+      else if (v == "row8x2") o.conv = Cv::row8x2;
+      else if (v == "row8x4") o.conv = Cv::row8x4;
+      else throw std::invalid_argument("plan: conv=" + v + ": expected auto|lane|row8|row8x2|row8x4");
     } else {
       throw std::invalid_argument("plan: unknown key '" + key +
                                   "' (keys: kernel, layout, heads, slices, hint, records, dots, pdl, step, conv)");
@@ -119,7 +121,7 @@ std::string to_string(const PlanOverride& o) {
   if (o.no_pdl) w.push_back("pdl=off");
   if (o.step != PlanOverride::Step::automatic)
     w.push_back(o.step == PlanOverride::Step::head ? "step=head" : "step=slice");
-  static const char* const kConv[] = {"auto", "lane", "row8"};
+  static const char* const kConv[] = {"auto", "lane", "row8", "row8x2", "row8x4"};
   if (o.conv != PlanOverride::Conv::automatic) w.push_back(std::string("conv=") + kConv[int(o.conv)]);
   std::string s;
   for (const auto& x : w) s += (s.empty() ? "" : ",") + x;
@@ -176,6 +178,7 @@ std::string to_string(const LaunchPlan& p) {
   s << "layout=" << layout_name(p.layout);
   if (p.layout == Layout::conventional || p.layout == Layout::combined) {
     if (p.conv_row8) s << " row8";
+    if (p.conv_row8 && p.conv_groups > 1) s << "x" << p.conv_groups;
     if (p.real_dims) s << " real";
     return s.str();
   }
@@ -216,6 +219,12 @@ bool tuned_applies(const Problem& p, std::string* why) {
 
 bool conv_row8_rule(int state_bits, bool step, long long ctas, int sms) {
   return state_bits < 32 || (step && ctas <= 2LL * sms);
+}
+
+int conv_slices_cap(int state_bits, int nsplit, int want) {
+  int g = std::min(want, state_bits == 8 ? 4 : state_bits == 16 ? 2 : 1);
+  while (g > nsplit) g /= 2;
+  return std::max(1, g);
 }
 
 int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
@@ -328,6 +337,8 @@ LaunchPlan plan_any_records(const Problem& p, const Device& dev, const PlanOverr
     const int bits = state_bits(p.format);
     plan.conv_row8 = o.conv == Cv::automatic ? conv_row8_rule(bits, p.op == Op::step, 1LL * p.B * p.H * p.nsplit(), dev.sms)
                                              : o.conv != Cv::lane;
+    if (p.op == Op::step && (o.conv == Cv::row8x2 || o.conv == Cv::row8x4))
+      plan.conv_groups = conv_slices_cap(bits, p.nsplit(), o.conv == Cv::row8x4 ? 4 : 2);
     return plan;
   }
   const int bits = state_bits(p.format), nsplit = p.nsplit();

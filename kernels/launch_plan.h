@@ -18,8 +18,11 @@
 //   dots=exact|tc               tc: the row dots on the tensor cores (opt-in; not the emulation's bits)
 //   pdl=auto|off                programmatic dependent launch of the split layout's non-flush kernel
 //   step=auto|head|slice        the FP32 step kernel's CTA: a whole head, or one 32-row group of a head
-//   conv=auto|lane|row8         conventional decode: conv_kernel (a warp's rows over all 32 lanes) or
-//                               conv_row8_kernel (one row per 8 lanes)
+//   conv=auto|lane|row8|row8x2|row8x4
+//                               conventional decode: conv_kernel (a warp's rows over all 32 lanes) or
+//                               conv_row8_kernel (one row per 8 lanes); row8xN: a one-token step of a store narrower
+//                               than FP32 takes N 32-row slices per CTA (conv_row8_slices_kernel; at most the width
+//                               allows, 8-bit 4, 16-bit 2, and the head's slices)
 // Results are bit-identical under every override except dots=tc.
 #include <cstdint>
 #include <string>
@@ -44,7 +47,7 @@ struct PlanOverride {
   bool tc_dots = false;
   bool no_pdl = false;
   enum class Step : std::uint8_t { automatic, head, slice } step = Step::automatic;
-  enum class Conv : std::uint8_t { automatic, lane, row8 } conv = Conv::automatic;
+  enum class Conv : std::uint8_t { automatic, lane, row8, row8x2, row8x4 } conv = Conv::automatic;
   std::string text;    // the canonical form (to_string), recorded in outputs
 };
 inline constexpr int kWholeHead = 1 << 20;
@@ -118,6 +121,7 @@ struct LaunchPlan {
   bool real_dims = false;      // the paths with the real head dims as constants
   bool pdl = false;            // the non-flush kernel launched as the flush kernel's programmatic dependent
   bool conv_row8 = false;      // conventional layout: conv_row8_kernel (one row per 8 lanes), else conv_kernel
+  int conv_groups = 1;         // 32-row slices per CTA of the conventional row8 form (> 1: conv_row8_slices_kernel)
   int group_heads = 1, flush_slices = 1;
   long long flush_seqs = 0;    // sequences the flush kernel's grid is sized for (0: no flush kernel)
   int fused_rows = 0, fused_stride = 1;
@@ -143,6 +147,10 @@ inline bool real_head_dims(bool gdn, int K, int V) { return K == 128 && V == (gd
 // takes 40 to 60, which bounds the narrow stores (0.63-0.99x conv_kernel's time on one H100) and the latency of a
 // small grid (FP32 B = 1: GDN 0.91x, Mamba-2 0.97x); a large FP32 grid is bandwidth-bound and loses (GDN 1.08x).
 bool conv_row8_rule(int state_bits, bool step, long long ctas, int sms);
+// The slices per CTA that the override row8xN (want = N) gets: at most the store's width allows (8-bit 4, 16-bit 2,
+// FP32 1) and the head's slices (nsplit), a power of two. Opt-in (automatic plans keep one slice): faster than one
+// slice for every narrow store but INT8 on one H100 (PERF_NOTES "Conventional decode of narrow stores").
+int conv_slices_cap(int state_bits, int nsplit, int want);
 // Whether the tuned kernels take the problem at all (else the reference kernel; the reason in *why). FP32 and FP8
 // E4M3 for every policy; BF16, FP16, FP8 E5M2 and INT8 for conventional decode only.
 bool tuned_applies(const Problem& p, std::string* why);

@@ -142,6 +142,33 @@ __device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], 
   }
 }
 
+// One token of a row8 lane's row in conv_row8_slices_kernel: decay, the GDN delta-rule update, the output and the
+// store's encode, as conv_row8_kernel's loop body writes them (that kernel keeps its own copy: calling this moves the
+// SASS of seven of its instantiations).
+template <class C, bool kGdn, bool kRne>
+__device__ __forceinline__ void conv_row8_token(const KParams& p, F4 (&S)[4], const F4 (&k)[4], const F4 (&q)[4],
+                                                float a, float beta, float vr, bool has_skip, float sk, float* o,
+                                                std::uint8_t* dc, std::uint8_t* ds, int r, int j, const bool (&act)[4],
+                                                bool row_ok, std::uint32_t hh, std::uint32_t step) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_decay(a, S[c].x[e]);
+  float w = vr;
+  if constexpr (kGdn)
+    w = emu::gdn_u(beta, vr,
+                   bfly_sum_row8(part4(S[0], k[0], act[0]), part4(S[1], k[1], act[1]), part4(S[2], k[2], act[2]),
+                                 part4(S[3], k[3], act[3])));
+#pragma unroll
+  for (int c = 0; c < 4; ++c)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_update(w, k[c].x[e], S[c].x[e]);
+  const float y = bfly_sum_row8(part4(S[0], q[0], act[0]), part4(S[1], q[1], act[1]), part4(S[2], q[2], act[2]),
+                                part4(S[3], q[3], act[3]));
+  if (j == 0 && row_ok) o[r] = has_skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
+  encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, hh, step);
+}
+
 // The conventional decode with one row per 8 lanes (plan row8): lane j of the warp's lane group g holds row
 // 4 warp + g of the CTA's 32, as the canonical layout's virtual lanes j, j + 8, j + 16, j + 24 (chunk c: elements
 // 4 (j + 8 c) .. + 3). Its dots are bfly_sum_row8 (the canonical tree's additions, so conv_kernel's bits) and its
@@ -206,6 +233,67 @@ __global__ void __launch_bounds__(kThreads, 4) conv_row8_kernel(KParams p) {
                                   part4(S[3], q[3], act[3]));
     if (j == 0 && row_ok) o[r] = skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
     encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, std::uint32_t(hh), std::uint32_t(tok0 + t));
+  }
+}
+
+// A one-token step of a store narrower than FP32 with kGroups 32-row slices per CTA (plan row8xN, opt-in): the lane
+// layout and the per-token work of conv_row8_kernel, but a CTA loads the raw codes of all its slices before decoding
+// the first, so that kGroups times the bytes are in flight: one slice of 8-bit codes (4 KB) cannot keep enough in
+// flight at 4 CTAs per SM (PERF_NOTES "Conventional decode of narrow stores").
+template <class C, bool kGdn, bool kRne, int kGroups>
+__global__ void __launch_bounds__(kThreads, 2) conv_row8_slices_kernel(KParams p) {
+  static_assert(kGroups > 1 && C::kBits < 32, "conv_row8_slices_kernel: several slices of a narrow store");
+  constexpr int kCtaRows = kRows * kGroups;
+  const int nsplit = (p.V + kCtaRows - 1) / kCtaRows;
+  const int hh = blockIdx.x / nsplit, sp = blockIdx.x % nsplit;
+  const int b = hh / p.H, h = hh % p.H;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, j = lane % 8;
+  const int r0 = sp * kCtaRows + warp * kRPW + lane / 8;  // slice i's row: r0 + 32 i
+  const int K = p.K, V = p.V;
+  const int grp = h / (p.H / p.G);
+  bool act[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) act[c] = 4 * (j + 8 * c) < K;
+  std::uint8_t* codes = p.codes + std::size_t(hh) * p.code_bytes;
+  std::uint8_t* scales = p.scales + std::size_t(hh) * p.scale_bytes;
+  const std::size_t bt = std::size_t(b) * p.T;  // the step's one token
+  const F4 zero{{0.0f, 0.0f, 0.0f, 0.0f}};
+  RawRow<C> raw[kGroups][4];
+#pragma unroll
+  for (int i = 0; i < kGroups; ++i)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (r0 + kRows * i < V && act[c]) load_raw<C>(p, codes, scales, r0 + kRows * i, j + 8 * c, raw[i][c]);
+  const float* kt = p.k + (bt * p.G + grp) * K;
+  const float* qt = p.q + (bt * p.G + grp) * K;
+  F4 k[4], q[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    k[c] = act[c] ? ld4(kt + 4 * (j + 8 * c)) : zero;
+    q[c] = act[c] ? ld4(qt + 4 * (j + 8 * c)) : zero;
+  }
+  const float a = p.a[bt * p.H + h], beta = p.beta ? p.beta[bt * p.H + h] : 1.0f;
+  const float* vt = p.v + (bt * p.H + h) * V;
+  const float* skip = p.skip ? p.skip + (bt * p.H + h) * V : nullptr;
+  float* o = p.o + (bt * p.H + h) * V;
+  // Every slice's token values before the first store (after it the compiler could not hoist them: aliasing).
+  float vr[kGroups], sk[kGroups];
+#pragma unroll
+  for (int i = 0; i < kGroups; ++i) {
+    const int r = r0 + kRows * i < V ? r0 + kRows * i : 0;
+    vr[i] = vt[r];
+    sk[i] = skip ? skip[r] : 0.0f;
+  }
+  const int tok0 = p.tok[b];
+#pragma unroll
+  for (int i = 0; i < kGroups; ++i) {
+    const int r = r0 + kRows * i;
+    const bool row_ok = r < V;
+    F4 S[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) S[c] = row_ok && act[c] ? decode_raw<C>(p, raw[i][c]) : zero;
+    conv_row8_token<C, kGdn, kRne>(p, S, k, q, a, beta, vr[i], skip != nullptr, sk[i], o, codes, scales, r, j, act,
+                                   row_ok, std::uint32_t(hh), std::uint32_t(tok0));
   }
 }
 

@@ -193,6 +193,20 @@ int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
   return launch_split(hot, flush, p, plan, s);
 }
 
+// The conventional kernel of a plan: conv_kernel, conv_row8_kernel, or for a one-token step of a store narrower than
+// FP32 conv_row8_slices_kernel with 2 or 4 slices per CTA (the plan override row8x2 / row8x4).
+template <class C, bool kGdn, bool kRne>
+KernelFn conv_form(bool row8, int groups) {
+  if (!row8) return conv_kernel<C, kGdn, kRne>;
+  if constexpr (C::kBits == 8) {
+    if (groups == 4) return conv_row8_slices_kernel<C, kGdn, kRne, 4>;
+  }
+  if constexpr (C::kBits < 32) {
+    if (groups == 2) return conv_row8_slices_kernel<C, kGdn, kRne, 2>;
+  }
+  return groups == 1 ? conv_row8_kernel<C, kGdn, kRne> : nullptr;
+}
+
 // One op under its plan; kKind: the op family this translation unit compiles (conventional decode, ReplaySSM step,
 // ReplaySSM verify), so that each kernel is instantiated only where its op runs. -1: the plan is not the tuned
 // engine's, or the op not of this family (the caller launches the reference kernel); else a cudaError_t.
@@ -204,11 +218,13 @@ int launch_one(const KParams& p_in, const LaunchPlan& plan, cudaStream_t s) {
     if (plan.engine != Engine::tuned || op_kind(p_in) != kKind) return -1;
     const KParams p = derive<C, kGdn>(p_in, plan);
     if constexpr (kKind == OpKind::conventional) {
-      const unsigned grid = unsigned(std::size_t(p.B) * p.H * ((p.V + kRows - 1) / kRows));
-      KernelFn k = plan.conv_row8 ? conv_row8_kernel<C, kGdn> : conv_kernel<C, kGdn>;
+      const int groups = plan.conv_row8 ? plan.conv_groups : 1;
+      const unsigned grid = unsigned(std::size_t(p.B) * p.H * ((p.V + kRows * groups - 1) / (kRows * groups)));
+      KernelFn k = conv_form<C, kGdn, false>(plan.conv_row8, groups);
       if constexpr (formats::kHwRnePair<C::kFormat>) {
-        if (p.rounding == formats::Rounding::rne) k = plan.conv_row8 ? conv_row8_kernel<C, kGdn, true> : conv_kernel<C, kGdn, true>;
+        if (p.rounding == formats::Rounding::rne) k = conv_form<C, kGdn, true>(plan.conv_row8, groups);
       }
+      if (!k) return -1;
       k<<<grid, kThreads, 0, s>>>(p);
       return int(cudaGetLastError());
     } else {

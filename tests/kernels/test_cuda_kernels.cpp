@@ -48,9 +48,12 @@ const Layout kSplitGeneric{"split-generic", "layout=split,heads=1,slices=whole,r
 // The FP32 step kernel with a CTA per row group (LaunchPlan hot=slice_step), which the rule picks at small batch.
 const Layout kSplitSlice{"split-slice", "layout=split,heads=1,slices=whole,step=slice", true, false, false,
                          kern::kWholeHead};
-// Conventional decode in both kernel forms: conv_kernel (a warp's rows over all 32 lanes) and conv_row8_kernel.
+// Conventional decode in every kernel form: conv_kernel (a warp's rows over all 32 lanes), conv_row8_kernel and the
+// opt-in conv_row8_slices_kernel (2 or 4 slices per CTA where the shape has them).
 const Layout kConvLane{"conv-lane", "conv=lane", false, false, false, 0};
 const Layout kConvRow8{"conv-row8", "conv=row8", false, false, false, 0};
+const Layout kConvRow8x2{"conv-row8x2", "conv=row8x2", false, false, false, 0};
+const Layout kConvRow8x4{"conv-row8x4", "conv=row8x4", false, false, false, 0};
 const Layout kSplitFused{"split-fused", "layout=fused,heads=1,slices=whole", true, false, true, kern::kWholeHead};
 const Layout kSplitFusedHint1{"split-fused-hint1", "layout=fused,heads=1,slices=whole,hint=1", true, false, true,
                               kern::kWholeHead};
@@ -117,8 +120,9 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   const std::vector<std::string> groups = case_groups(cases);
   // Conventional ops have no replay layouts: one run. ReplaySSM: every layout, and the grouped run must really group.
   const int nsplit = (s.dims.V + 31) / 32;  // 32-row slices per head
-  const std::vector<Layout> settings = policy == Policy::conventional_shared ? std::vector<Layout>{kConvLane, kConvRow8}
-                                                                             : layouts_to_test(pairs && nsplit > 2, pairs);
+  const std::vector<Layout> settings = policy == Policy::conventional_shared
+                                           ? std::vector<Layout>{kConvLane, kConvRow8, kConvRow8x2, kConvRow8x4}
+                                           : layouts_to_test(pairs && nsplit > 2, pairs);
   if (settings.empty()) return;  // REPLAYSSM_TEST_LAYOUT names a layout this test does not run
   const bool forced_groups = policy != Policy::conventional_shared &&
                              std::any_of(settings.begin(), settings.end(), [](const Layout& l) { return l.grouped; });

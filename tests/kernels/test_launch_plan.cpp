@@ -62,13 +62,13 @@ TEST_CASE("plan override: parsed in one place, canonical text, unknown keys and 
   CHECK(o.conv == kern::PlanOverride::Conv::lane);
   CHECK(o.text == "layout=split,heads=2,slices=whole,hint=1,records=generic,dots=tc,pdl=off,step=slice,conv=lane");
   CHECK(kern::parse_plan_override("conv=row8").conv == kern::PlanOverride::Conv::row8);
-  CHECK(kern::parse_plan_override("conv=row8").text == "conv=row8");
+  CHECK(kern::parse_plan_override("conv=row8x4").text == "conv=row8x4");
   CHECK(kern::parse_plan_override(o.text).text == o.text);  // the canonical text parses to itself
   CHECK(kern::parse_plan_override("kernel=reference").reference);
   CHECK(kern::parse_plan_override("hint=unknown").hint == kern::kUnknownHint);
   CHECK(kern::parse_plan_override("layout=split,layout=auto").layout == kern::PlanOverride::Layout::automatic);
   for (const char* bad : {"lean=3", "layout=fast", "heads=-1", "heads=x", "slices=1.5", "hint=0", "dots=fast",
-                          "records=fixed", "pdl=on", "step=rows", "conv=row4", "conv=row8x2", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
+                          "records=fixed", "pdl=on", "step=rows", "conv=row4", "conv=row8x3", "kernel=tuned", "layout", "=split", "dots=tc,,heads=1"}) {
     INFO(bad);
     CHECK_THROWS_AS(kern::parse_plan_override(bad), std::invalid_argument);
   }
@@ -260,8 +260,18 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
         CHECK(d.engine == kern::Engine::tuned);
         CHECK(d.layout == Layout::conventional);
         CHECK(d.conv_row8 == (bits < 32));  // B = 256: FP32 keeps conv_kernel
+        CHECK(d.conv_groups == 1);          // several slices per CTA are opt-in
         CHECK(kern::to_string(d) == (bits == 32 ? "layout=conventional real" : "layout=conventional row8 real"));
         CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_row8);
+        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_groups == 1);
+        // row8x4: a one-token step takes as many slices as the width allows, within the head's (GDN 4, Mamba-2 2)
+        const int x4 = T > 0 || bits == 32 ? 1 : bits == 16 || a == Arch::mamba2 ? 2 : 4;
+        const kern::LaunchPlan d4 = kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8x4"));
+        CHECK(d4.conv_groups == x4);
+        CHECK(kern::to_string(d4) == (bits == 32   ? "layout=conventional row8 real"
+                                      : x4 > 1      ? "layout=conventional row8x" + std::to_string(x4) + " real"
+                                                    : "layout=conventional row8 real"));
+        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8x2")).conv_groups == std::min(x4, 2));
         CHECK_FALSE(kern::plan_launch(p, dev, kern::parse_plan_override("conv=lane")).conv_row8);
         // B = 1: an FP32 step takes conv_row8_kernel too (a grid of at most two CTAs per SM), an FP32 verify not
         kern::Problem one = real_problem(a, Policy::conventional_shared, f, 1, T);
@@ -280,6 +290,12 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
   CHECK_FALSE(kern::conv_row8_rule(32, true, 265, 132));
   CHECK_FALSE(kern::conv_row8_rule(32, false, 128, 132));
   CHECK(kern::conv_row8_rule(8, false, 1 << 20, 132));
+  CHECK(kern::conv_slices_cap(8, 4, 4) == 4);
+  CHECK(kern::conv_slices_cap(8, 2, 4) == 2);   // Mamba-2's head: two slices
+  CHECK(kern::conv_slices_cap(8, 3, 4) == 2);   // a power of two within the head
+  CHECK(kern::conv_slices_cap(16, 4, 4) == 2);  // 16-bit: at most 2
+  CHECK(kern::conv_slices_cap(32, 4, 4) == 1);
+  CHECK(kern::conv_slices_cap(8, 1, 2) == 1);
   // the formats no tuned kernel is instantiated for
   for (const FormatId f : {FormatId::nvfp4, FormatId::mxfp8, FormatId::int16, FormatId::bf16x2}) {
     kern::Problem p = real_problem(Arch::gdn, Policy::conventional_shared, f, 256);
