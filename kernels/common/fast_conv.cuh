@@ -142,14 +142,13 @@ __device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], 
   }
 }
 
-// One token of a row8 lane's row in conv_row8_slices_kernel: decay, the GDN delta-rule update, the output and the
-// store's encode, as conv_row8_kernel's loop body writes them (that kernel keeps its own copy: calling this moves the
-// SASS of seven of its instantiations).
-template <class C, bool kGdn, bool kRne>
-__device__ __forceinline__ void conv_row8_token(const KParams& p, F4 (&S)[4], const F4 (&k)[4], const F4 (&q)[4],
+// One token of a row8 lane's row (conv_row8_kernel, conv_row8_slices_kernel): decay, the GDN delta-rule update and
+// the output; the caller encodes the store (inside this helper the software encode's inlining changed, and with it
+// the SASS of seven conv_row8_kernel instantiations).
+template <bool kGdn>
+__device__ __forceinline__ void conv_row8_token(F4 (&S)[4], const F4 (&k)[4], const F4 (&q)[4],
                                                 float a, float beta, float vr, bool has_skip, float sk, float* o,
-                                                std::uint8_t* dc, std::uint8_t* ds, int r, int j, const bool (&act)[4],
-                                                bool row_ok, std::uint32_t hh, std::uint32_t step) {
+                                                int r, int j, const bool (&act)[4], bool row_ok) {
 #pragma unroll
   for (int c = 0; c < 4; ++c)
 #pragma unroll
@@ -166,7 +165,6 @@ __device__ __forceinline__ void conv_row8_token(const KParams& p, F4 (&S)[4], co
   const float y = bfly_sum_row8(part4(S[0], q[0], act[0]), part4(S[1], q[1], act[1]), part4(S[2], q[2], act[2]),
                                 part4(S[3], q[3], act[3]));
   if (j == 0 && row_ok) o[r] = has_skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
-  encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, hh, step);
 }
 
 // The conventional decode with one row per 8 lanes (plan row8): lane j of the warp's lane group g holds row
@@ -216,22 +214,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_row8_kernel(KParams p) {
     std::uint8_t* dc = codes;
     std::uint8_t* ds = scales;
     to_snapshot(p, hh, t, dc, ds);
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_decay(a, S[c].x[e]);
-    float w = vr;
-    if constexpr (kGdn)
-      w = emu::gdn_u(beta, vr,
-                     bfly_sum_row8(part4(S[0], k[0], act[0]), part4(S[1], k[1], act[1]), part4(S[2], k[2], act[2]),
-                                   part4(S[3], k[3], act[3])));
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) S[c].x[e] = emu::conv_update(w, k[c].x[e], S[c].x[e]);
-    const float y = bfly_sum_row8(part4(S[0], q[0], act[0]), part4(S[1], q[1], act[1]), part4(S[2], q[2], act[2]),
-                                  part4(S[3], q[3], act[3]));
-    if (j == 0 && row_ok) o[r] = skip ? __fadd_rn(y, sk) : y;  // emu::add_skip
+    conv_row8_token<kGdn>(S, k, q, a, beta, vr, skip != nullptr, sk, o, r, j, act, row_ok);
     encode_row8<C, kRne>(p, S, dc, ds, r, j, act, row_ok, std::uint32_t(hh), std::uint32_t(tok0 + t));
   }
 }
@@ -292,8 +275,8 @@ __global__ void __launch_bounds__(kThreads, 2) conv_row8_slices_kernel(KParams p
     F4 S[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) S[c] = row_ok && act[c] ? decode_raw<C>(p, raw[i][c]) : zero;
-    conv_row8_token<C, kGdn, kRne>(p, S, k, q, a, beta, vr[i], skip != nullptr, sk[i], o, codes, scales, r, j, act,
-                                   row_ok, std::uint32_t(hh), std::uint32_t(tok0));
+    conv_row8_token<kGdn>(S, k, q, a, beta, vr[i], skip != nullptr, sk[i], o, r, j, act, row_ok);
+    encode_row8<C, kRne>(p, S, codes, scales, r, j, act, row_ok, std::uint32_t(hh), std::uint32_t(tok0));
   }
 }
 
