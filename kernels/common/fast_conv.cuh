@@ -143,8 +143,8 @@ __device__ __forceinline__ void encode_row8(const KParams& p, const F4 (&x)[4], 
 }
 
 // One token of a row8 lane's row (conv_row8_kernel, conv_row8_slices_kernel): decay, the GDN delta-rule update and
-// the output; the caller encodes the store (inside this helper the software encode's inlining changed, and with it
-// the SASS of seven conv_row8_kernel instantiations).
+// the output. The caller encodes the store: with the encode inside this helper, ptxas schedules seven of
+// conv_row8_kernel's software-encode instantiations differently.
 template <bool kGdn>
 __device__ __forceinline__ void conv_row8_token(F4 (&S)[4], const F4 (&k)[4], const F4 (&q)[4],
                                                 float a, float beta, float vr, bool has_skip, float sk, float* o,
