@@ -138,6 +138,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   bool expect_step_kernel = false, expect_generic_step = false, expect_verify_kernel = false;
   bool expect_flush_fold = false, expect_fused = false;
   bool row8_ran = false, lane_row8 = false;  // conventional: conv_row8_kernel ran under conv=row8, and only there
+  bool slices_ran = false, expect_slices = false;  // conv_row8_slices_kernel under row8x2 / row8x4
   const bool real = s.dims.K == 128 && s.dims.V == (s.arch == Arch::gdn ? 128 : 64);  // the real head dims
   int n_modes = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -158,6 +159,13 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
           const bool row8 = std::string(lay.name) != kConvLane.name;
           row8_ran = row8_ran || (row8 && plan_has(be, "row8"));
           lane_row8 = lane_row8 || (!row8 && plan_has(be, "row8"));
+          if (std::string(lay.name) == kConvRow8x2.name || std::string(lay.name) == kConvRow8x4.name) {
+            slices_ran = slices_ran || plan_has(be, "row8x2") || plan_has(be, "row8x4");
+            // a one-token step of a narrow store where the head has several slices (the tuned conventional formats)
+            expect_slices = expect_slices || (real && has_step(cases[i]) && nsplit > 1 &&
+                                              (m.format == formats::FormatId::bf16 ||
+                                               m.format == formats::FormatId::fp8_e4m3));
+          }
         }
         if (lay.split && !lay.grouped) {
           const bool expect = real && has_step(cases[i]) && !other_u &&
@@ -223,6 +231,7 @@ void check(const Shape& s, const std::vector<Case>& cases, bool main_formats, Po
   if (tuned_shape && forced_split) REQUIRE(split_ran);
   if (tuned_shape && policy == Policy::conventional_shared) REQUIRE(row8_ran);
   REQUIRE_FALSE(lane_row8);  // and where they force the split kernels, some launch split
+  if (expect_slices) REQUIRE(slices_ran);
   if (expect_step_kernel) REQUIRE(step_kernel_ran);  // the one-token step's own kernel ran
   if (expect_step_kernel) REQUIRE(fixed_ran);  // in its fixed-records form (the cases' L = 16)
   if (expect_generic_step) REQUIRE(generic_step_ran);  // and in its generic form where the test forces it
