@@ -227,6 +227,15 @@ int conv_slices_cap(int state_bits, int nsplit, int want) {
   return std::max(1, g);
 }
 
+int conv_slices_rule(formats::FormatId f, int nsplit, long long ctas, int sms) {
+  const int bits = state_bits(f);
+  if (f == formats::FormatId::int8 || bits >= 32) return 1;
+  int g = conv_slices_cap(bits, nsplit, 4);
+  if (bits == 8)
+    while (g > 1 && 2 * (ctas / g) < sms) g /= 2;
+  return g;
+}
+
 int group_heads_rule(int B, int G, int H, int drafts, int cap, int sms) {
   if (G <= 0 || H <= 0 || H % G != 0) return 1;
   const int per = H / G;
@@ -335,10 +344,14 @@ LaunchPlan plan_any_records(const Problem& p, const Device& dev, const PlanOverr
     plan.layout = Layout::conventional;
     using Cv = PlanOverride::Conv;
     const int bits = state_bits(p.format);
-    plan.conv_row8 = o.conv == Cv::automatic ? conv_row8_rule(bits, p.op == Op::step, 1LL * p.B * p.H * p.nsplit(), dev.sms)
+    const long long ctas = 1LL * p.B * p.H * p.nsplit();  // one slice per CTA
+    plan.conv_row8 = o.conv == Cv::automatic ? conv_row8_rule(bits, p.op == Op::step, ctas, dev.sms)
                                              : o.conv != Cv::lane;
-    if (p.op == Op::step && (o.conv == Cv::row8x2 || o.conv == Cv::row8x4))
-      plan.conv_groups = conv_slices_cap(bits, p.nsplit(), o.conv == Cv::row8x4 ? 4 : 2);
+    if (p.op == Op::step && plan.conv_row8) {
+      if (o.conv == Cv::automatic) plan.conv_groups = conv_slices_rule(p.format, p.nsplit(), ctas, dev.sms);
+      else if (o.conv == Cv::row8x2 || o.conv == Cv::row8x4)
+        plan.conv_groups = conv_slices_cap(bits, p.nsplit(), o.conv == Cv::row8x4 ? 4 : 2);
+    }
     return plan;
   }
   const int bits = state_bits(p.format), nsplit = p.nsplit();

@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_row8_kernel(KParams p) {
   }
 }
 
-// A one-token step of a store narrower than FP32 with kGroups 32-row slices per CTA (plan row8xN, opt-in): the lane
+// A one-token step of a store narrower than FP32 with kGroups 32-row slices per CTA (plan conv_groups): the lane
 // layout and the per-token work of conv_row8_kernel, but a CTA loads the raw codes of all its slices before decoding
 // the first, so that kGroups times the bytes are in flight: one slice of 8-bit codes (4 KB) cannot keep enough in
 // flight at 4 CTAs per SM (PERF_NOTES "Conventional decode of narrow stores").

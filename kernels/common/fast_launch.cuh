@@ -194,7 +194,7 @@ int launch_replay(const KParams& p, const LaunchPlan& plan, cudaStream_t s) {
 }
 
 // The conventional kernel of a plan: conv_kernel, conv_row8_kernel, or for a one-token step of a store narrower than
-// FP32 conv_row8_slices_kernel with 2 or 4 slices per CTA (the plan override row8x2 / row8x4).
+// FP32 conv_row8_slices_kernel with 2 or 4 slices per CTA (the plan's conv_groups).
 template <class C, bool kGdn, bool kRne>
 KernelFn conv_form(bool row8, int groups) {
   if (!row8) return conv_kernel<C, kGdn, kRne>;

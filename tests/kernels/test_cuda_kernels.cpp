@@ -49,7 +49,7 @@ const Layout kSplitGeneric{"split-generic", "layout=split,heads=1,slices=whole,r
 const Layout kSplitSlice{"split-slice", "layout=split,heads=1,slices=whole,step=slice", true, false, false,
                          kern::kWholeHead};
 // Conventional decode in every kernel form: conv_kernel (a warp's rows over all 32 lanes), conv_row8_kernel and the
-// opt-in conv_row8_slices_kernel (2 or 4 slices per CTA where the shape has them).
+// conv_row8_slices_kernel (2 or 4 slices per CTA where the shape has them), each forced by its override.
 const Layout kConvLane{"conv-lane", "conv=lane", false, false, false, 0};
 const Layout kConvRow8{"conv-row8", "conv=row8", false, false, false, 0};
 const Layout kConvRow8x2{"conv-row8x2", "conv=row8x2", false, false, false, 0};

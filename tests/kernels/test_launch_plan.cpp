@@ -260,12 +260,16 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
         CHECK(d.engine == kern::Engine::tuned);
         CHECK(d.layout == Layout::conventional);
         CHECK(d.conv_row8 == (bits < 32));  // B = 256: FP32 keeps conv_kernel
-        CHECK(d.conv_groups == 1);          // several slices per CTA are opt-in
-        CHECK(kern::to_string(d) == (bits == 32 ? "layout=conventional real" : "layout=conventional row8 real"));
-        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_row8);
-        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_groups == 1);
         // row8x4: a one-token step takes as many slices as the width allows, within the head's (GDN 4, Mamba-2 2)
         const int x4 = T > 0 || bits == 32 ? 1 : bits == 16 || a == Arch::mamba2 ? 2 : 4;
+        // the automatic plan: as many, but one for INT8
+        const int auto_groups = f == FormatId::int8 ? 1 : x4;
+        CHECK(d.conv_groups == auto_groups);
+        const std::string slices = auto_groups > 1 ? "x" + std::to_string(auto_groups) : "";
+        CHECK(kern::to_string(d) ==
+              (bits == 32 ? "layout=conventional real" : "layout=conventional row8" + slices + " real"));
+        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_row8);
+        CHECK(kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8")).conv_groups == 1);
         const kern::LaunchPlan d4 = kern::plan_launch(p, dev, kern::parse_plan_override("conv=row8x4"));
         CHECK(d4.conv_groups == x4);
         CHECK(kern::to_string(d4) == (bits == 32   ? "layout=conventional row8 real"
@@ -277,6 +281,12 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
         kern::Problem one = real_problem(a, Policy::conventional_shared, f, 1, T);
         one.scaling = p.scaling;
         CHECK(kern::plan_launch(one, dev).conv_row8 == (bits < 32 || T == 0));
+        // B = 1: 16-bit stores keep 2 slices; 8-bit ones only where the grid keeps half the SMs (Mamba-2's 128 heads)
+        const int one_groups = T > 0 || bits == 32 || f == FormatId::int8 ? 1
+                               : bits == 16                              ? 2
+                               : a == Arch::mamba2                       ? 2
+                                                                         : 1;
+        CHECK(kern::plan_launch(one, dev).conv_groups == one_groups);
         // B = 16: FP32 keeps conv_kernel
         CHECK(kern::plan_launch(real_problem(a, Policy::conventional_shared, f, 16, T), dev).conv_row8 == (bits < 32));
         // ReplaySSM keeps the tuned kernels for FP32 and FP8 E4M3 only
@@ -296,6 +306,15 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
   CHECK(kern::conv_slices_cap(16, 4, 4) == 2);  // 16-bit: at most 2
   CHECK(kern::conv_slices_cap(32, 4, 4) == 1);
   CHECK(kern::conv_slices_cap(8, 1, 2) == 1);
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 2048, 132) == 4);  // GDN B = 16
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 264, 132) == 4);   // 66 CTAs: half the SMs
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 260, 132) == 2);   // 65 CTAs at 4 slices: fewer
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e5m2, 4, 128, 132) == 1);   // GDN B = 1
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 2, 256, 132) == 2);   // Mamba-2 B = 1
+  CHECK(kern::conv_slices_rule(FormatId::bf16, 4, 128, 132) == 2);       // 16-bit: at every batch
+  CHECK(kern::conv_slices_rule(FormatId::fp16, 1, 1 << 20, 132) == 1);   // a head of one slice
+  CHECK(kern::conv_slices_rule(FormatId::int8, 4, 1 << 20, 132) == 1);
+  CHECK(kern::conv_slices_rule(FormatId::fp32, 4, 1 << 20, 132) == 1);
   // the formats no tuned kernel is instantiated for
   for (const FormatId f : {FormatId::nvfp4, FormatId::mxfp8, FormatId::int16, FormatId::bf16x2}) {
     kern::Problem p = real_problem(Arch::gdn, Policy::conventional_shared, f, 256);
