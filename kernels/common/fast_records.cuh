@@ -33,13 +33,13 @@ inline constexpr bool kBf16Rec = !std::is_same_v<record_t<C>, float>;
 
 // Elements i..i+3 of a record buffer in global memory (i % 4 == 0; FP32: 16 bytes, BF16: 8 bytes), widened.
 __device__ __forceinline__ F4 rec_ld4(const float* g) { return ld4(g); }
-__device__ __forceinline__ F4 rec_ld4(const emu::RecordBf16* g) {
-  const uint2 v = *reinterpret_cast<const uint2*>(g);
+__device__ __forceinline__ F4 widen4(uint2 v) {  // four BF16 codes (low half first), emu::record_load each
   return F4{{emu::record_load(emu::RecordBf16{std::uint16_t(v.x & 0xFFFFu)}),
              emu::record_load(emu::RecordBf16{std::uint16_t(v.x >> 16)}),
              emu::record_load(emu::RecordBf16{std::uint16_t(v.y & 0xFFFFu)}),
              emu::record_load(emu::RecordBf16{std::uint16_t(v.y >> 16)})}};
 }
+__device__ __forceinline__ F4 rec_ld4(const emu::RecordBf16* g) { return widen4(*reinterpret_cast<const uint2*>(g)); }
 // Four values into a record buffer (emu::record_store each).
 __device__ __forceinline__ void rec_st4(float* g, const F4& a) { st4(g, a); }
 __device__ __forceinline__ void rec_st4(emu::RecordBf16* g, const F4& a) {
@@ -64,5 +64,31 @@ template <class R>
 __device__ __forceinline__ F4 rec_round4(const F4& a) {
   return F4{{rec_round<R>(a.x[0]), rec_round<R>(a.x[1]), rec_round<R>(a.x[2]), rec_round<R>(a.x[3])}};
 }
+
+// The step's window of BF16 records, staged by bulk copies as codes in the first half of each record vector's FP32
+// region and widened there in place: thread t holds groups t + i kThreads (i < kBf16WidenF4) of four codes. The
+// codes of group x sit at bytes [8x, 8x + 8), its floats go to [16x, 16x + 16), which hold the codes of groups 2x and
+// 2x + 1 >= x: so every thread loads all its codes, a barrier, then every thread stores (load / store around one
+// __syncthreads), and no store overwrites codes that a thread has yet to read.
+inline constexpr int kBf16WidenF4 = 2;
+struct Bf16Widen {
+  uint2 k[kBf16WidenF4], w[kBf16WidenF4];
+  __device__ __forceinline__ void load(const float* sk, int nk4, const float* sw, int nw4, int tid) {
+#pragma unroll
+    for (int i = 0; i < kBf16WidenF4; ++i) {
+      const int x = tid + i * kThreads;
+      if (x < nk4) k[i] = reinterpret_cast<const uint2*>(sk)[x];
+      if (x < nw4) w[i] = reinterpret_cast<const uint2*>(sw)[x];
+    }
+  }
+  __device__ __forceinline__ void store(float* sk, int nk4, float* sw, int nw4, int tid) const {
+#pragma unroll
+    for (int i = 0; i < kBf16WidenF4; ++i) {
+      const int x = tid + i * kThreads;
+      if (x < nk4) st4(sk + 4 * x, widen4(k[i]));
+      if (x < nw4) st4(sw + 4 * x, widen4(w[i]));
+    }
+  }
+};
 
 }  // namespace replayssm::kern::fast

@@ -97,8 +97,8 @@ __host__ __device__ inline int head_smem_floats(const KParams& p) {
 // same bits); its warps wait for one group of rows instead of a chain of refills, which is what a small batch needs:
 // a CTA per head leaves most SMs idle and each head's rows arrive two groups at a time.
 // BF16 records (fast_records.cuh): FP32 codes (kStep: form 1); the window is widened into shared memory by the threads
-// (kStep: instead of the bulk copies), the tokens' k and Mamba-2's w = v rounded there, GDN's u rounded before anything
-// reads it.
+// (kStep: its codes arrive by the bulk copies and are widened in place, Bf16Widen), the tokens' k and Mamba-2's w = v
+// rounded there, GDN's u rounded before anything reads it.
 template <class C, bool kGdn, bool kHp, int kK = 0, int kV = 0, bool kStep = false, int kFused = 0,
           int kNR = 0, bool kSlice = false>  // kHp: GDN replay_split u=hp
 __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const Cta& cta, std::uint64_t* bar = nullptr) {
@@ -148,6 +148,10 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
   float* sCU = sm + L.oCU();
   float* sCO = sm + L.oCO();
   float* sGd = sm + L.oGd();
+  // BF16 records of a step: the window's codes by bulk copies where each thread widens at most kBf16WidenF4 groups
+  // of four elements per record vector (uniform in the CTA)
+  const bool bf16_bulk =
+      kStep && kBf16Rec<C> && n * K4 <= kBf16WidenF4 * kThreads && n * V4 <= kBf16WidenF4 * kThreads;
 
   // The ring: stage s of warp w at ring_offset(..) + (NS w + s) SB bytes: [4 rows of codes][4 HP rows (u=hp)]
   // [4 x nsc scales]. kAll (head_ring_stages): a stage per row group, all issued up front.
@@ -199,6 +203,8 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
       if (kGdn && act && warp == 1) cp_async16(sQ + K + 4 * lane, p.k + o);
       cp_async_commit();
     }
+  } else if constexpr (kStep) {
+    issue(g0);  // the FP32 step's first rows fly while n is read (the window's sizes and slots need it)
   }
   {
     const float* ra = p.ra + std::size_t(hh) * p.cap;
@@ -217,12 +223,23 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
         else sB[tid] = 1.0f;
       }
     }
-    if constexpr (kStep && kBf16Rec<C>) {  // the n records' rows widened by every thread (no bulk copy: bar[0] holds 0)
-      if (tid == 0) mbar_init_tx(bar, 0u);
+    if constexpr (kStep && kBf16Rec<C>) {
+      // The n records' BF16 rows by two bulk copies into the first half of their FP32 regions, widened in place
+      // after the wait (Bf16Widen); a window too long for that is widened from global memory by every thread.
       const Rec* gk = records_of<Rec>(p.rk) + std::size_t(group_head0(p, hh)) * p.cap * K;
       const Rec* gwr = records_of<Rec>(p.rw) + std::size_t(hh) * p.cap * V;
-      for (int x = tid; x < n * K4; x += kThreads) st4(sK + 4 * x, rec_ld4(gk + 4 * x));
-      for (int x = tid; x < n * V4; x += kThreads) st4(sW + 4 * x, rec_ld4(gwr + 4 * x));  // R = V (kStep)
+      if (tid == 0) {
+        const unsigned bk = unsigned(n) * K * 2, bw = unsigned(n) * V * 2;
+        mbar_init_tx(bar, bf16_bulk ? bk + bw : 0u);
+        if (bf16_bulk && n > 0) {
+          bulk_copy(sK, gk, bk, bar);
+          bulk_copy(sW, gwr, bw, bar);  // R = V (kStep)
+        }
+      }
+      if (!bf16_bulk) {
+        for (int x = tid; x < n * K4; x += kThreads) st4(sK + 4 * x, rec_ld4(gk + 4 * x));
+        for (int x = tid; x < n * V4; x += kThreads) st4(sW + 4 * x, rec_ld4(gwr + 4 * x));
+      }
       if (act && warp == kWarps - 1) st4(sK + n * K + 4 * lane, rec_round4<Rec>(ld4(tk)));
       if (!early && act && warp == kWarps - 3) cp_async16(sQ + 4 * lane, tq);
       if (warp == kWarps - 2)
@@ -342,14 +359,21 @@ __device__ __forceinline__ void replay_head(const KParams& p, float* sm, const C
     cp_async_wait<0>();  // the window and every group
     if constexpr (kStep) mbar_wait0(bar);  // the records' bulk copies
   } else {
-    issue(g0);
-    cp_async_commit();
+    if constexpr (!kStep) issue(g0);
+    cp_async_commit();  // group 0 and the window
     if (!kSlice) issue(1);
     cp_async_commit();
     cp_async_wait<1>();  // the window and group 0
     if constexpr (kStep) mbar_wait0(bar);  // the records' bulk copies (init published by the barrier above)
   }
-  __syncthreads();
+  if constexpr (kStep && kBf16Rec<C>) {
+    Bf16Widen widen;  // every thread's codes read before the barrier and widened after it (Bf16Widen)
+    if (bf16_bulk) widen.load(sK, n * K4, sW, n * V4, tid);
+    __syncthreads();
+    if (bf16_bulk) widen.store(sK, n * K4, sW, n * V4, tid);  // the tables read them after the decays' barrier
+  } else {
+    __syncthreads();
+  }
 
   // 2. Decays and coefficient tables, once per head (replay_lean's step 3).
   {
