@@ -3,9 +3,10 @@
 // 4-element chunks 4l..4l+3 of every 128 columns (the 32-lane tree of emulation/decode_math.h, which the xor
 // butterfly reproduces exactly). The checkpoint / state is staged in shared memory as FP32. Every per-element
 // formula is the emulation's (decode_math.h), so the CUDA result equals the emulation's bit for bit.
-// Codecs: unscaled formats (fp32, bf16, fp16) encode/decode in parallel, element by element; scaled formats call the
-// shared StateCodec::encode_state / decode_state from one thread (correct and identical; the obvious target of
-// tuning), the stateful int8_ef its encode_state_after with the stored state the store replaces.
+// Codecs: unscaled formats (fp32, bf16, fp16) encode/decode in parallel, element by element; scaled formats decode a
+// row per thread (StateCodec::decode_rows) and encode a row per thread where every scale group lies in one row
+// (encode_rows; NVFP4 after the head's amax by a block reduction), else the shared encode_state from one thread
+// (head, tile, column scaling); the stateful int8_ef its encode_state_after with the stored state the store replaces.
 #include <cuda_runtime.h>
 
 #include "emulation/decode_math.h"
@@ -45,10 +46,23 @@ struct HeadCtx {
     if constexpr (C::kBlock == 0) {
       for (std::size_t i = tid; i < VK; i += kThreads)
         out[i] = C::decode(static_cast<typename C::code_t>(formats::load_code<C::kBits>(codes, i)));
-    } else {
-      if (tid == 0) C::decode_state(codes, scales, p.V, p.K, cparams(0), out);
+    } else {  // a thread per row (decode_rows: every element reads its own group's scale)
+      for (int v = tid; v < p.V; v += kThreads) C::decode_rows(codes, scales, v, v + 1, p.K, cparams(0), out);
     }
     __syncthreads();
+  }
+  // The head's amax over every element (amax_ignore_nan; order-free, so any reduction gives encode_state's value).
+  __device__ float head_amax(const float* x) {
+    __shared__ float part[kThreads / 32];
+    float m = 0.0f;
+    for (int v = tid; v < p.V; v += kThreads) m = formats::amax_ignore_nan_n(x + std::size_t(v) * p.K, p.K, m);
+    for (int o = 16; o > 0; o >>= 1) m = formats::amax_ignore_nan(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+    if (lane == 0) part[warp] = m;
+    __syncthreads();
+    m = 0.0f;
+    for (int w = 0; w < kThreads / 32; ++w) m = formats::amax_ignore_nan(m, part[w]);
+    __syncthreads();  // part is reused by the next call
+    return m;
   }
   // A store of x replacing the stored state prev_codes / prev_scales (the same buffers in place; the committed store
   // for a verify snapshot): a stateful codec (int8_ef) reads its residual from there.
@@ -64,6 +78,14 @@ struct HeadCtx {
         formats::store_code<C::kBits>(codes, i,
                                       static_cast<std::uint32_t>(C::encode(x[i], p.rounding, formats::element_rand_bits(cp, v, k))));
       }
+    } else if (C::rows_apart(p.scaling) && (std::size_t(p.K) * C::kBits) % 8 == 0) {
+      // a thread per row (encode_rows; each row's groups and code bytes its own), NVFP4's head amax formed first
+      float amax = 0.0f;
+      if constexpr (C::kHeadAmax) {
+        amax = head_amax(x);
+        if (tid == 0) C::store_head_amax(scales, amax);
+      }
+      for (int v = tid; v < p.V; v += kThreads) C::encode_rows(x, v, v + 1, p.K, cp, amax, codes, scales);
     } else {
       if (tid == 0) C::encode_state(x, p.V, p.K, cp, codes, scales);
     }

@@ -41,6 +41,9 @@ struct PackedCodes {
   // Whether a store depends on the previous stored state (encode_state_after; int8_ef's residual). Stateless codecs
   // encode from the value alone.
   static constexpr bool kStateful = false;
+  // Whether the scaled codecs' encode_rows needs the head's amax over every element (NVFP4's second-level scale): a
+  // caller running rows apart forms it first (amax is order-free) and stores it with store_head_amax.
+  static constexpr bool kHeadAmax = false;
   static constexpr std::size_t code_bytes(int V, int K) {
     return (static_cast<std::size_t>(V) * static_cast<std::size_t>(K) * kBitsT + 7) / 8;
   }

@@ -114,11 +114,38 @@ struct FloatScaledCodec : PackedCodes<Derived, kBitsT> {
     }
   }
 
+  // Whether encode_rows may run rows apart: every scale group within one row (none, row, block). A caller that runs
+  // them in parallel also needs each row's codes on whole bytes (K * kBits % 8 == 0).
+  REPLAYSSM_HD static constexpr bool rows_apart(Scaling s) {
+    return s == Scaling::none || s == Scaling::row || s == Scaling::block;
+  }
+  // Rows [v0, v1) of encode_state where rows_apart (x: the head's state, row v at x + v K; head_amax: unused, the
+  // common signature of the scaled codecs).
+  REPLAYSSM_HD static void encode_rows(const float* x, int v0, int v1, int K, const CodecParams& p, float /*head_amax*/,
+                                       uint8_t* codes, uint8_t* scales) {
+    const Scaling s = p.scaling;
+    if (s == Scaling::none) {
+      for (int v = v0; v < v1; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, 1.0f, false, p, codes);
+      return;
+    }
+    // row: one group per row; block: kBlock-wide groups along K (a short last block when K % kBlock != 0)
+    const int width = s == Scaling::row ? K : kBlock;
+    for (int v = v0; v < v1; ++v) {
+      const float* row = x + static_cast<std::size_t>(v) * K;
+      for (int k0 = 0; k0 < K; k0 += width) {
+        const int k1 = k0 + width < K ? k0 + width : K;
+        const float sc = scale_from_amax(group_amax(row, k0, k1, 0.0f));
+        store_f32(scales + 4 * scale_index(v, k0, K, s), sc);
+        encode_group(row, v, k0, k1, K, div_rn(1.0f, sc), true, p, codes);
+      }
+    }
+  }
+
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* scales) {
     const Scaling s = p.scaling;
-    if (s == Scaling::none) {
-      for (int v = 0; v < V; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, 1.0f, false, p, codes);
+    if (rows_apart(s)) {
+      encode_rows(x, 0, V, K, p, 0.0f, codes, scales);
       return;
     }
     if (s == Scaling::column) {
@@ -136,18 +163,6 @@ struct FloatScaledCodec : PackedCodes<Derived, kBitsT> {
         const float inv = div_rn(1.0f, sc);
         for (int v = v0; v < v1; ++v) encode_group(x + static_cast<std::size_t>(v) * K, v, 0, K, K, inv, true, p, codes);
       }
-      return;
-    }
-    // row: one group per row; block: kBlock-wide groups along K (a short last block when K % kBlock != 0)
-    const int width = s == Scaling::row ? K : kBlock;
-    for (int v = 0; v < V; ++v) {
-      const float* row = x + static_cast<std::size_t>(v) * K;
-      for (int k0 = 0; k0 < K; k0 += width) {
-        const int k1 = k0 + width < K ? k0 + width : K;
-        const float sc = scale_from_amax(group_amax(row, k0, k1, 0.0f));
-        store_f32(scales + 4 * scale_index(v, k0, K, s), sc);
-        encode_group(row, v, k0, k1, K, div_rn(1.0f, sc), true, p, codes);
-      }
     }
   }
   REPLAYSSM_HD static float get(const uint8_t* codes, int v, int k, int K) {
@@ -155,9 +170,14 @@ struct FloatScaledCodec : PackedCodes<Derived, kBitsT> {
   }
   REPLAYSSM_HD static void decode_state(const uint8_t* codes, const uint8_t* scales, int V, int K,
                                         const CodecParams& p, float* out) {
+    decode_rows(codes, scales, 0, V, K, p, out);
+  }
+  // Rows [v0, v1) of decode_state (every scaling: an element reads its own group's scale).
+  REPLAYSSM_HD static void decode_rows(const uint8_t* codes, const uint8_t* scales, int v0, int v1, int K,
+                                       const CodecParams& p, float* out) {
     const Scaling s = p.scaling;
     const int width = s == Scaling::block ? kBlock : s == Scaling::column ? 1 : K;
-    for (int v = 0; v < V; ++v) {
+    for (int v = v0; v < v1; ++v) {
       float* o = out + static_cast<std::size_t>(v) * K;
       for (int k0 = 0; k0 < K; k0 += width) {
         const int k1 = k0 + width < K ? k0 + width : K;

@@ -91,10 +91,16 @@ struct MxCodec : PackedCodes<Derived, kBitsT> {
   static constexpr std::size_t bytes_per_state(int V, int K, Scaling s) {
     return PackedCodes<Derived, kBitsT>::code_bytes(V, K) + scale_bytes(V, K, s);
   }
+  REPLAYSSM_HD static constexpr bool rows_apart(Scaling) { return true; }  // blocks along K: every group in a row
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* scales) {
+    encode_rows(x, 0, V, K, p, 0.0f, codes, scales);
+  }
+  // Rows [v0, v1) of encode_state (head_amax: unused, the common signature of the scaled codecs).
+  REPLAYSSM_HD static void encode_rows(const float* x, int v0, int v1, int K, const CodecParams& p, float /*head_amax*/,
+                                       uint8_t* codes, uint8_t* scales) {
     const int nb = ceil_div(K, kBlock);
-    for (int v = 0; v < V; ++v)
+    for (int v = v0; v < v1; ++v)
       for (int b = 0; b < nb; ++b) {
         const int k0 = b * kBlock;
         const int k1 = k0 + kBlock < K ? k0 + kBlock : K;
@@ -112,9 +118,13 @@ struct MxCodec : PackedCodes<Derived, kBitsT> {
       }
   }
   REPLAYSSM_HD static void decode_state(const uint8_t* codes, const uint8_t* scales, int V, int K,
-                                        const CodecParams& /*p*/, float* out) {
+                                        const CodecParams& p, float* out) {
+    decode_rows(codes, scales, 0, V, K, p, out);
+  }
+  REPLAYSSM_HD static void decode_rows(const uint8_t* codes, const uint8_t* scales, int v0, int v1, int K,
+                                       const CodecParams& /*p*/, float* out) {
     const int nb = ceil_div(K, kBlock);
-    for (int v = 0; v < V; ++v)
+    for (int v = v0; v < v1; ++v)
       for (int b = 0; b < nb; ++b) {
         const int k0 = b * kBlock;
         const int k1 = k0 + kBlock < K ? k0 + kBlock : K;
@@ -295,18 +305,26 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
   }
   static constexpr std::size_t bytes_per_state(int V, int K, Scaling s) { return code_bytes(V, K) + scale_bytes(V, K, s); }
 
+  static constexpr bool kHeadAmax = true;
+  REPLAYSSM_HD static constexpr bool rows_apart(Scaling) { return true; }  // given the head's amax
+  REPLAYSSM_HD static void store_head_amax(uint8_t* scales, float head_amax) { store_f32(scales, head_amax); }
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* scales) {
     float head_amax = 0.0f;
     for (int v = 0; v < V; ++v) head_amax = amax_ignore_nan_n(x + static_cast<std::size_t>(v) * K, K, head_amax);
-    store_f32(scales, head_amax);
+    store_head_amax(scales, head_amax);
+    encode_rows(x, 0, V, K, p, head_amax, codes, scales);
+  }
+  // Rows [v0, v1) of encode_state, given the head's amax over every element (stored apart: store_head_amax).
+  REPLAYSSM_HD static void encode_rows(const float* x, int v0, int v1, int K, const CodecParams& p, float head_amax,
+                                       uint8_t* codes, uint8_t* scales) {
     const float s_enc = scale_from_amax(head_amax);
     // block_scale_code / block_encode_multiplier with their per-head factors formed once (the same values)
     const float s_enc_fp4 = block_scale_factor(s_enc);
     const float s_dec = decode_scale(s_enc);
     const int nb = ceil_div(K, kBlock);
     const bool whole = K % 2 == 0;  // every row starts on a byte: chunks are written as whole bytes
-    for (int v = 0; v < V; ++v) {
+    for (int v = v0; v < v1; ++v) {
       const float* row = x + static_cast<std::size_t>(v) * K;
       const std::size_t base = static_cast<std::size_t>(v) * K;
       // Chunks of up to kChunk elements (whole blocks): block scales first, then one vectorisable element loop with
@@ -345,11 +363,15 @@ struct StateCodec<FormatId::nvfp4> : detail::PackedCodes<StateCodec<FormatId::nv
     }
   }
   REPLAYSSM_HD static void decode_state(const uint8_t* codes, const uint8_t* scales, int V, int K,
-                                        const CodecParams& /*p*/, float* out) {
+                                        const CodecParams& p, float* out) {
+    decode_rows(codes, scales, 0, V, K, p, out);
+  }
+  REPLAYSSM_HD static void decode_rows(const uint8_t* codes, const uint8_t* scales, int v0, int v1, int K,
+                                       const CodecParams& /*p*/, float* out) {
     const float head_amax = load_f32(scales);
     const int nb = ceil_div(K, kBlock);
     const bool whole = K % 2 == 0;
-    for (int v = 0; v < V; ++v) {
+    for (int v = v0; v < v1; ++v) {
       const std::size_t base = static_cast<std::size_t>(v) * K;
       for (int c0 = 0; c0 < K; c0 += kChunk) {
         const int n = (c0 + kChunk < K ? c0 + kChunk : K) - c0;
