@@ -227,12 +227,12 @@ int conv_slices_cap(int state_bits, int nsplit, int want) {
   return std::max(1, g);
 }
 
-int conv_slices_rule(formats::FormatId f, int nsplit, long long ctas, int sms) {
+int conv_slices_rule(formats::FormatId f, int nsplit, long long heads, int sms) {
   const int bits = state_bits(f);
   if (f == formats::FormatId::int8 || bits >= 32) return 1;
   int g = conv_slices_cap(bits, nsplit, 4);
   if (bits == 8)
-    while (g > 1 && 2 * (ctas / g) < sms) g /= 2;
+    while (g > 1 && 2 * heads * ((nsplit + g - 1) / g) < sms) g /= 2;  // the launcher's grid at g slices per CTA
   return g;
 }
 
@@ -348,7 +348,7 @@ LaunchPlan plan_any_records(const Problem& p, const Device& dev, const PlanOverr
     plan.conv_row8 = o.conv == Cv::automatic ? conv_row8_rule(bits, p.op == Op::step, ctas, dev.sms)
                                              : o.conv != Cv::lane;
     if (p.op == Op::step && plan.conv_row8) {
-      if (o.conv == Cv::automatic) plan.conv_groups = conv_slices_rule(p.format, p.nsplit(), ctas, dev.sms);
+      if (o.conv == Cv::automatic) plan.conv_groups = conv_slices_rule(p.format, p.nsplit(), 1LL * p.B * p.H, dev.sms);
       else if (o.conv == Cv::row8x2 || o.conv == Cv::row8x4)
         plan.conv_groups = conv_slices_cap(bits, p.nsplit(), o.conv == Cv::row8x4 ? 4 : 2);
     }

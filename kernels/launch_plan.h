@@ -150,12 +150,12 @@ bool conv_row8_rule(int state_bits, bool step, long long ctas, int sms);
 // The slices per CTA that the override row8xN (want = N) gets: at most the store's width allows (8-bit 4, 16-bit 2,
 // FP32 1) and the head's slices (nsplit), a power of two.
 int conv_slices_cap(int state_bits, int nsplit, int want);
-// The slices per CTA of an automatic plan's one-token conventional step (ctas: its grid at one slice per CTA). One
+// The slices per CTA of an automatic plan's one-token conventional step (heads: B H of the op). One
 // H100, both archs, B = 1..512 (PERF_NOTES "Conventional decode of narrow stores"): 16-bit stores gain 5-21% with 2
 // at every batch; the FP8 formats gain 3-19% with the cap while the grid keeps half the SMs busy, and lose below
 // (GDN B = 1, FP8 row at 4 slices: 4.4 -> 6.9 us), so their slices halve until it does; INT8, the longest decode and
 // encode per byte, loses with any (B = 256: 1.26x with 2).
-int conv_slices_rule(formats::FormatId f, int nsplit, long long ctas, int sms);
+int conv_slices_rule(formats::FormatId f, int nsplit, long long heads, int sms);
 // Whether the tuned kernels take the problem at all (else the reference kernel; the reason in *why). FP32 and FP8
 // E4M3 for every policy; BF16, FP16, FP8 E5M2 and INT8 for conventional decode only.
 bool tuned_applies(const Problem& p, std::string* why);

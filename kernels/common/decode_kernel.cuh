@@ -54,6 +54,7 @@ struct HeadCtx {
   // The head's amax over every element (amax_ignore_nan; order-free, so any reduction gives encode_state's value).
   __device__ float head_amax(const float* x) {
     __shared__ float part[kThreads / 32];
+    static_assert(sizeof(part) <= kReferenceStaticSmemBytes, "HeadCtx::head_amax: reference_stages_in_global's budget");
     float m = 0.0f;
     for (int v = tid; v < p.V; v += kThreads) m = formats::amax_ignore_nan_n(x + std::size_t(v) * p.K, p.K, m);
     for (int o = 16; o > 0; o >>= 1) m = formats::amax_ignore_nan(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));

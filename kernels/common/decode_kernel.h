@@ -97,10 +97,13 @@ inline std::size_t record_elem_bytes(emu::Records r) { return r == emu::Records:
 inline std::size_t reference_smem_bytes(int V, int K, int cap, bool states_in_global) {
   return ((states_in_global ? 0 : 2 * std::size_t(V) * std::size_t(K)) + 3 * std::size_t(cap + 1) + 1) * sizeof(float);
 }
+// The reference kernel's static shared memory, which the opt-in limit per block counts with the dynamic: the per-warp
+// partials of the head amax (NVFP4's row-parallel encode, HeadCtx::head_amax).
+inline constexpr std::size_t kReferenceStaticSmemBytes = 8 * sizeof(float);
 // Whether the states must live in global memory: their shared-memory layout exceeds the device's opt-in limit per
 // block (227 KB on an H100 / H200: V K above ~29000, e.g. 192 x 272).
 inline bool reference_stages_in_global(int V, int K, int cap, std::size_t smem_optin_bytes) {
-  return reference_smem_bytes(V, K, cap, false) > smem_optin_bytes;
+  return reference_smem_bytes(V, K, cap, false) + kReferenceStaticSmemBytes > smem_optin_bytes;
 }
 
 // The reference kernel's largest buffer (records of the window plus drafts); the tuned kernels take at most 64.

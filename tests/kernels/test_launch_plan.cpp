@@ -306,13 +306,14 @@ TEST_CASE("launch plan: conventional decode of every instantiated format, its ke
   CHECK(kern::conv_slices_cap(16, 4, 4) == 2);  // 16-bit: at most 2
   CHECK(kern::conv_slices_cap(32, 4, 4) == 1);
   CHECK(kern::conv_slices_cap(8, 1, 2) == 1);
-  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 2048, 132) == 4);  // GDN B = 16
-  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 264, 132) == 4);   // 66 CTAs: half the SMs
-  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 260, 132) == 2);   // 65 CTAs at 4 slices: fewer
-  CHECK(kern::conv_slices_rule(FormatId::fp8_e5m2, 4, 128, 132) == 1);   // GDN B = 1
-  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 2, 256, 132) == 2);   // Mamba-2 B = 1
-  CHECK(kern::conv_slices_rule(FormatId::bf16, 4, 128, 132) == 2);       // 16-bit: at every batch
-  CHECK(kern::conv_slices_rule(FormatId::fp16, 1, 1 << 20, 132) == 1);   // a head of one slice
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 512, 132) == 4);  // GDN B = 16
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 66, 132) == 4);   // 66 CTAs: half the SMs
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 4, 65, 132) == 2);   // 65 CTAs at 4 slices: fewer
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e5m2, 4, 32, 132) == 1);   // GDN B = 1
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 2, 128, 132) == 2);  // Mamba-2 B = 1
+  CHECK(kern::conv_slices_rule(FormatId::fp8_e4m3, 3, 33, 132) == 2);   // 3 slices: 2 CTAs of a head at 2 per CTA
+  CHECK(kern::conv_slices_rule(FormatId::bf16, 4, 32, 132) == 2);       // 16-bit: at every batch
+  CHECK(kern::conv_slices_rule(FormatId::fp16, 1, 1 << 20, 132) == 1);  // a head of one slice
   CHECK(kern::conv_slices_rule(FormatId::int8, 4, 1 << 20, 132) == 1);
   CHECK(kern::conv_slices_rule(FormatId::fp32, 4, 1 << 20, 132) == 1);
   // the formats no tuned kernel is instantiated for
