@@ -134,11 +134,11 @@ struct FeedbackInt8Codec : FloatScaledCodec<Derived, int8_t> {
           }
       }
   }
-  // Without a previous stored state: the first store (residual zero).
   // Its residuals make every store depend on the one it replaces: no encode by rows (the base's would write plain int8
   // codes and no residual).
   REPLAYSSM_HD static constexpr bool rows_apart(Scaling) { return false; }
   static void encode_rows(const float*, int, int, int, const CodecParams&, float, uint8_t*, uint8_t*) = delete;
+  // Without a previous stored state: the first store (residual zero).
   REPLAYSSM_HD static void encode_state(const float* x, int V, int K, const CodecParams& p, uint8_t* codes,
                                         uint8_t* scales) {
     encode_state_after(x, V, K, p, nullptr, nullptr, codes, scales);
